@@ -1,0 +1,100 @@
+"""The full recorded graph as JSON-ready data, in networkx node-link form.
+
+Schema ``tensorview.graph`` version 1 is documented in docs/json-schema.md.  Edges are
+merged per (source, target) pair with a ``count`` (``x * x`` gives one edge, count 2)
+and the ``order`` of the first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .nodes import FUNCTION, MODULE, TENSOR
+
+if TYPE_CHECKING:
+    from .graph import Graph
+
+SCHEMA = "tensorview.graph"
+SCHEMA_VERSION = 1
+
+
+def merged_edges(g: Graph) -> list[tuple[int, int, int, int]]:
+    """``(source, target, count, order)`` per distinct edge, in first-use order."""
+    index: dict[tuple[int, int], int] = {}
+    out: list[list[int]] = []
+    for order, (s, d) in enumerate(g.edges):
+        k = (s, d)
+        i = index.get(k)
+        if i is None:
+            index[k] = len(out)
+            out.append([s, d, 1, order])
+        else:
+            out[i][2] += 1
+    return [(s, d, c, o) for s, d, c, o in out]
+
+
+def node_record(g: Graph, node: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "id": node.id,
+        "kind": node.kind,
+        "name": node.name,
+        "path": node.path,
+        "depth": node.depth,
+        "parent": node.parent,
+        "order": node.order,
+    }
+    if node.kind == TENSOR:
+        rec["input_shapes"] = []
+        rec["output_shapes"] = [list(node.shape)]
+        rec["dtypes"] = [node.dtype]
+        rec["device"] = node.device
+        rec["role"] = node.role
+        rec["copy_of"] = node.copy_of
+        if node.source_name is not None:
+            rec["source_name"] = node.source_name
+    else:
+        ins = g.input_tensors(node.id)
+        outs = g.output_tensors(node.id)
+        rec["input_shapes"] = [list(g.nodes[i].shape) for i in ins]
+        rec["output_shapes"] = [list(g.nodes[o].shape) for o in outs]
+        rec["dtypes"] = sorted({g.nodes[i].dtype for i in ins + outs})
+        rec["failed"] = node.failed
+        if node.kind == FUNCTION:
+            rec["op"] = node.op
+        elif node.kind == MODULE:
+            rec["class"] = node.cls_name
+            rec["class_module"] = node.cls_module
+            rec["call_index"] = node.call_index
+            rec["opaque"] = node.opaque
+    if node.notes:
+        rec["notes"] = {k: _jsonable(v) for k, v in node.notes.items()}
+    return rec
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return repr(v)
+
+
+def to_dict(g: Graph) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "directed": True,
+        "multigraph": False,
+        "graph": {
+            "inputs": list(g.inputs),
+            "outputs": list(g.outputs),
+            "root": g.root,
+            "error": g.error,
+        },
+        "nodes": [node_record(g, n) for n in g.nodes],
+        "edges": [
+            {"source": s, "target": d, "count": c, "order": o} for s, d, c, o in merged_edges(g)
+        ],
+    }
