@@ -1,0 +1,42 @@
+"""Display names of torch functions: ``add``, ``getitem``, ``add_`` for ``x += y``, ``T``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_INPLACE_DUNDERS = {
+    "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul",
+    "iand", "ior", "ixor", "ilshift", "irshift", "idiv",
+}
+_REFLECTED_DUNDERS = {
+    "radd", "rsub", "rmul", "rtruediv", "rfloordiv", "rmod", "rpow", "rmatmul",
+    "rand", "ror", "rxor", "rlshift", "rrshift", "rdiv",
+}
+_cache: dict[Any, str] = {}
+
+
+def op_name(func: Any) -> str:
+    name = _cache.get(func)
+    if name is None:
+        name = _cache[func] = _compute(func)
+    return name
+
+
+def _compute(func: Any) -> str:
+    name = getattr(func, "__name__", None) or type(func).__name__
+    if name in ("__get__", "__set__"):
+        try:
+            from torch.overrides import resolve_name
+
+            full = resolve_name(func) or ""
+            name = full.rsplit(".", 2)[-2] if full.count(".") >= 2 else name
+        except Exception:
+            name = "getattr"
+    if name.startswith("__") and name.endswith("__") and len(name) > 4:
+        core = name[2:-2]
+        if core in _INPLACE_DUNDERS:
+            return core[1:] + "_"
+        if core in _REFLECTED_DUNDERS:
+            return core[1:]
+        return core
+    return name
