@@ -17,13 +17,17 @@ from .nodes import FUNCTION, MODULE, TENSOR, FunctionNode, ModuleNode, Node, Ten
 class Namespace:
     """Hands out unique readable names: ``add``, ``add_1``, ``add_2`` (as torch.fx does)."""
 
-    __slots__ = ("_used",)
+    __slots__ = ("_used", "_clean")
 
     def __init__(self) -> None:
         self._used: dict[str, int] = {}
+        self._clean: dict[str, str] = {}
 
     def __call__(self, base: str) -> str:
-        base = _sanitize(base)
+        clean = self._clean.get(base)
+        if clean is None:
+            clean = self._clean[base] = _sanitize(base)
+        base = clean
         n = self._used.get(base)
         if n is None:
             self._used[base] = 0

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from ..graph import FunctionNode, Graph, ModuleNode, TensorNode
+from ..graph import SOURCE_ROLES, FunctionNode, Graph, ModuleNode, TensorNode
 from .names import op_name
 from .tensor import RecorderTensor, _tls
 from .tree import map_tensors
@@ -482,7 +482,7 @@ class Session:
         def result(t: torch.Tensor) -> torch.Tensor:
             if type(t) is _RT or id(t) in self.sources:
                 node = self.node_of(t)
-                if m.id < node.id < m.end:  # produced inside the call
+                if m.id < node.id < m.end and node.role not in SOURCE_ROLES:  # produced inside the call
                     edges.append((m.id, node.id))
                     return t
                 # passed through unchanged: an alias node standing for the outer tensor

@@ -28,7 +28,8 @@ def _map(obj: Any, fn: Callable[..., Any], with_path: bool, path: str, depth: in
     t = type(obj)
     sep = "_" if path else ""
     if t is list or t is tuple or isinstance(obj, (list, tuple)):
-        items = [_map(v, fn, with_path, f"{path}{sep}{i}", depth + 1) for i, v in enumerate(obj)]
+        keys = getattr(obj, "_fields", None) or range(len(obj))
+        items = [_map(v, fn, with_path, f"{path}{sep}{k}", depth + 1) for k, v in zip(keys, obj)]
         if all(a is b for a, b in zip(items, obj)):
             return obj
         if t is list or t is tuple:

@@ -1,0 +1,119 @@
+"""The public entry points: compose record -> graph -> transform -> render, nothing else."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+from torch import nn
+
+from .errors import InvalidInputError, InvalidTypeError, choices_error
+from .record import Recorder
+from .record.inputs import as_device, make_inputs, model_device, placed, training_mode
+
+MODES = ("eval", "train", "same")
+
+
+def draw_graph(
+    model: nn.Module,
+    input_size: Any = None,
+    input_data: Any = None,
+    *,
+    dtypes: Any = None,
+    device: Any = None,
+    mode: str = "eval",
+    depth: int = 3,
+    expand_nested: bool = False,
+    hide_inner_tensors: bool = True,
+    hide_module_functions: bool = True,
+    roll: bool = False,
+    show_shapes: bool = True,
+    show_params: bool = False,
+    fold: bool | str = "auto",
+    graph_dir: str = "TB",
+    graph_name: str = "model",
+    save_graph: bool = False,
+    filename: str | None = None,
+    directory: str = ".",
+    **forward_kwargs: Any,
+) -> Any:
+    """Record one forward pass of ``model`` and return a drawable ``ComputationGraph``.
+
+    Inputs: ``input_size`` (a shape or a list of shapes, with ``dtypes`` per input) or
+    ``input_data`` (a tensor, a tuple/list of positional arguments, a dict of keyword
+    arguments, or any nesting); ``forward_kwargs`` are passed to ``forward`` as well.
+    ``device="meta"`` records models of any size without memory; the caller's model is
+    never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
+    ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
+    The view options have torchview's meanings; change them later with ``graph.view(...)``.
+    """
+    from .drawing import ComputationGraph
+    from .transform import ViewOptions
+
+    if not isinstance(model, nn.Module):
+        raise InvalidTypeError(f"draw_graph needs a torch.nn.Module, got {type(model).__name__}")
+    if mode not in MODES:
+        raise choices_error("mode", mode, MODES)
+    options = ViewOptions(
+        depth=depth, expand_nested=expand_nested, hide_inner_tensors=hide_inner_tensors,
+        hide_module_functions=hide_module_functions, roll=roll, show_shapes=show_shapes,
+        show_params=show_params, fold=fold, graph_dir=graph_dir, graph_name=graph_name,
+    )
+    dev = as_device(device)
+    args, kwargs = make_inputs(input_size, input_data, dtypes, dev if dev is not None else model_device(model))
+    kwargs.update(forward_kwargs)
+    with placed(model, dev) as runnable, training_mode(runnable, mode), torch.no_grad():
+        with Recorder(runnable, device=dev, graph_options=options) as rec:
+            runnable(*args, **kwargs)
+    graph: ComputationGraph = rec.graph
+    if save_graph:
+        graph.save(_save_path(directory, filename, graph_name))
+    return graph
+
+
+def _save_path(directory: str, filename: str | None, graph_name: str) -> str:
+    name = filename or graph_name
+    if not os.path.splitext(name)[1]:
+        name += ".png"  # torchview saves a PNG by default
+    return os.path.join(directory, name)
+
+
+def record(model: nn.Module, name: str = "model", input_shapes: Any = None, input_data: Any = None, **options: Any) -> Any:
+    """Record ``model`` without rendering (torchrecorder's ``record``); returns the graph.
+
+    ``input_shapes`` is a shape or a list of shapes; ``input_data`` real inputs.
+    Extra keyword arguments are view options (``depth``, ``show_params``...)."""
+    options.setdefault("depth", 256)
+    return draw_graph(model, input_shapes, input_data, graph_name=name, **options)
+
+
+def make_dot(graph: Any, render_depth: int = 256, styler_cls: Any = None, **styler_args: Any) -> Any:
+    """A ``graphviz.Digraph`` of a recorded graph down to ``render_depth`` (torchrecorder)."""
+    from .render import make_dot as _make_dot
+
+    return _make_dot(graph, render_depth=render_depth, styler_cls=styler_cls, **styler_args)
+
+
+def render_network(
+    model: nn.Module,
+    name: str,
+    input_shapes: Any,
+    directory: str,
+    filename: str | None = None,
+    fmt: str = "svg",
+    input_data: Any = None,
+    render_depth: int = 1,
+    **styler_args: Any,
+) -> str:
+    """One call from model to image file (torchrecorder's ``render_network``); returns the path."""
+    if not isinstance(fmt, str) or not fmt:
+        raise InvalidInputError(f"bad fmt {fmt!r}: expected a format name such as 'svg', 'png', 'pdf'")
+    graph = record(model, name, input_shapes if input_data is None else None, input_data)
+    dot = make_dot(graph, render_depth=render_depth, **styler_args)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, (filename or name) + "." + fmt)
+    from .render import render_digraph
+
+    render_digraph(dot, path, fmt)
+    return path

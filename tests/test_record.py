@@ -1,0 +1,320 @@
+"""Recording the fixture zoo: values unchanged, structure right, model left as found."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from tensorview.graph import Graph
+from tensorview.record import Recorder, RecorderTensor, is_patched
+
+from .fixtures import models as zoo
+
+
+def record(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> tuple[Any, Graph]:
+    with Recorder(model) as rec:
+        out = model(*args, **(kwargs or {}))
+    return out, rec._session.graph
+
+
+def fn_nodes(g: Graph, op: str) -> list[Any]:
+    return [n for n in g.functions() if n.op == op]
+
+
+def only(items: list[Any]) -> Any:
+    assert len(items) == 1, items
+    return items[0]
+
+
+def inputs_of(g: Graph, node_id: int) -> list[int]:
+    return g.input_tensors(node_id)
+
+
+def produced_by(g: Graph, tensor_id: int) -> Any:
+    p = g.producer(tensor_id)
+    return None if p is None else g.nodes[p]
+
+
+def same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor):
+        if not isinstance(b, torch.Tensor) or type(a) is not type(b):
+            return False
+        if a.is_sparse:
+            return torch.equal(a.to_dense(), b.to_dense())
+        return torch.equal(a, b)
+    if isinstance(a, dict):
+        return type(a) is type(b) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def no_recorder_tensor(obj: Any) -> bool:
+    if isinstance(obj, RecorderTensor):
+        return False
+    if isinstance(obj, dict):
+        return all(no_recorder_tensor(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return all(no_recorder_tensor(v) for v in obj)
+    return True
+
+
+def module_calls_seen_by_hooks(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
+    seen: list[str] = []
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(
+        lambda m, i: seen.append(type(m).__name__)
+    )
+    try:
+        model(*args, **kwargs)
+    finally:
+        handle.remove()
+    return seen
+
+
+@pytest.mark.parametrize("name", sorted(zoo.ZOO))
+def test_zoo_output_unchanged_and_calls_complete(name: str) -> None:
+    make_model, make_inputs = zoo.ZOO[name]
+    model = make_model().eval()
+    args, kwargs = make_inputs()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.manual_seed(1)
+    expected = model(*args, **kwargs)
+    calls = module_calls_seen_by_hooks(model, args, kwargs)
+    torch.manual_seed(1)
+    out, g = record(model, args, kwargs)
+    assert same(expected, out), f"{name}: output changed by recording"
+    assert no_recorder_tensor(out)
+    assert not is_patched()
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
+    # every module call, in execution order (the hooks see the root call too)
+    assert [m.cls_name for m in g.modules()] == calls
+    g.lint()
+
+
+def test_module_paths_in_execution_order() -> None:
+    model = zoo.Recursive()
+    _, g = record(model, (zoo.x4(),))
+    assert [m.path for m in g.modules()] == ["", "fc", "child", "child.fc", "child.child", "child.child.fc"]
+    assert [m.depth for m in g.modules()] == [0, 1, 1, 2, 2, 3]
+
+
+def test_inplace_method_consumers_see_new_version() -> None:
+    _, g = record(zoo.InplaceMethods(), (zoo.x4(),))
+    relu = only(fn_nodes(g, "relu_"))
+    sig = only(fn_nodes(g, "sigmoid"))
+    (relu_out,) = g.output_tensors(relu.id)
+    assert inputs_of(g, sig.id) == [relu_out]
+    linear_out = only(g.output_tensors(only(fn_nodes(g, "linear")).id))
+    assert inputs_of(g, relu.id) == [linear_out]
+
+
+def test_inplace_module_and_augmented_assignment() -> None:
+    _, g = record(zoo.InplaceModule(), (zoo.x4(),))
+    relu = only(fn_nodes(g, "relu"))
+    lin1, lin2 = fn_nodes(g, "linear")
+    assert inputs_of(g, relu.id) == g.output_tensors(lin1.id)
+    assert inputs_of(g, lin2.id)[0] == only(g.output_tensors(relu.id))
+
+    x = zoo.x4()
+    _, g = record(zoo.AugmentedAssign(), (x,))
+    add, mul = only(fn_nodes(g, "add_")), only(fn_nodes(g, "mul_"))
+    assert inputs_of(g, mul.id)[0] == only(g.output_tensors(add.id))
+    assert g.outputs == g.output_tensors(mul.id)
+    assert g.nodes[inputs_of(g, add.id)[1]].role == "input"
+
+
+def test_inplace_through_view_reaches_base() -> None:
+    _, g = record(zoo.InplaceOnView(), (zoo.x4(),))
+    mul_ = only(fn_nodes(g, "mul_"))
+    final = only(fn_nodes(g, "add"))
+    (base_now,) = inputs_of(g, final.id)
+    assert produced_by(g, base_now) is mul_  # not the pre-mutation `mul` output
+    assert g.nodes[base_now].shape == (2, 4)
+
+
+def test_setitem_records_value_and_new_version() -> None:
+    _, g = record(zoo.SetItem(), (zoo.x4(), torch.randn(2, 2)))
+    setitem = only(fn_nodes(g, "setitem"))
+    ins = [g.nodes[i] for i in inputs_of(g, setitem.id)]
+    assert [n.shape for n in ins] == [(2, 4), (2, 2)]
+    assert ins[1].role == "input" and ins[1].name == "z"
+    total = only(fn_nodes(g, "sum"))
+    assert produced_by(g, inputs_of(g, total.id)[0]) is setitem
+
+
+def test_created_and_constant_tensors() -> None:
+    _, g = record(zoo.CreatesTensors(), (torch.randn(2, 3),))
+    roles = {n.name: n.role for n in g.tensors()}
+    assert roles["arange"] == "created" and roles["zeros"] == "created" and roles["tensor"] == "constant"
+    scale = only([m for m in g.modules() if m.path == "scale"])
+    assert [g.nodes[i].name for i in inputs_of(g, scale.id)] == ["tensor"]
+    assert not scale.opaque and fn_nodes(g, "linear")
+
+
+def test_list_held_and_shared_modules() -> None:
+    _, g = record(zoo.ListHeld(), (zoo.x4(),))
+    assert [m.path for m in g.modules()][1:] == ["blocks.0", "blocks.1"]
+    _, g = record(zoo.Shared(), (zoo.x4(),))
+    calls = [m for m in g.modules() if m.path == "fc"]
+    assert [m.call_index for m in calls] == [0, 1, 2]
+    weight = only([t for t in g.tensors() if t.source_name == "fc.weight"])
+    assert weight.role == "parameter"
+    assert sum(1 for s in g.successors(weight.id) if g.nodes[s].kind == "function") == 3
+
+
+def test_nested_inputs_and_outputs() -> None:
+    model = zoo.Nested()
+    args, _ = zoo.ZOO["nested"][1]()
+    out, g = record(model, args)
+    names = [g.nodes[i].name for i in g.inputs]
+    assert names == ["items_0", "items_1_0", "mapping_x", "pair_a", "pair_b", "batch_image", "batch_extra"]
+    assert type(out["pair"]) is zoo.Pair and isinstance(out["parts"][1], list)
+    assert len(g.outputs) == 4  # sum, a, b, batch.extra (a appears twice, listed once)
+    extra = g.nodes[g.inputs[-1]]
+    out_extra = g.nodes[g.outputs[-1]]
+    assert out_extra.copy_of == extra.id and out_extra.role == "output"
+
+
+def test_kwargs_integer_and_unused_inputs() -> None:
+    mask = torch.rand(2, 4) > 0.5
+    _, g = record(zoo.KwargsModel(), (zoo.x4(),), {"mask": mask, "scale": 0.5})
+    m = only([g.nodes[i] for i in g.inputs if g.nodes[i].name == "mask"])
+    assert m.dtype == "bool"
+    assert only(fn_nodes(g, "masked_fill")).id in g.successors(m.id)
+
+    _, g = record(zoo.TokenModel(), (torch.randint(0, 10, (2, 5)),))
+    ids = g.nodes[g.inputs[0]]
+    assert ids.dtype == "int64" and ids.name == "ids"
+    assert only(fn_nodes(g, "embedding")).id in g.successors(ids.id)
+
+    _, g = record(zoo.UnusedInput(), (zoo.x4(), zoo.x4()))
+    unused = g.nodes[g.inputs[1]]
+    assert unused.name == "unused" and g.successors(unused.id) == [g.root]
+
+
+def test_scalar_none_outputs_and_returned_input() -> None:
+    out, g = record(zoo.ScalarAndNone(), (zoo.x4(),))
+    assert out[1] is None and out[2] == 3
+    assert [g.nodes[i].name for i in g.outputs] == ["sum_out"]
+
+    x = zoo.x4()
+    out, g = record(zoo.ReturnsInput(), (x,))
+    assert torch.equal(out, x) and type(out) is torch.Tensor
+    (o,) = g.outputs
+    assert g.nodes[o].copy_of == g.inputs[0] and g.predecessors(o) == [g.root]
+
+
+def test_identity_module_result_is_an_alias() -> None:
+    _, g = record(zoo.IdentityInside(), (zoo.x4(),))
+    ident = only([m for m in g.modules() if m.cls_name == "Identity"])
+    assert ident.opaque
+    (alias,) = g.output_tensors(ident.id)
+    assert g.nodes[alias].copy_of == g.inputs[0]
+    assert alias in inputs_of(g, only(fn_nodes(g, "linear")).id)
+
+
+def test_scripted_module_is_one_opaque_op() -> None:
+    _, g = record(zoo.Scripted(), (zoo.x4(),))
+    scripted = only([m for m in g.modules() if m.path == "scripted"])
+    # TorchScript runs in C++: its call is one op, nothing inside it is visible
+    inner = [n for n in g.functions() if scripted.contains(n.id)]
+    assert [n.op for n in inner] == ["forward"]
+    (res,) = g.output_tensors(scripted.id)
+    assert set(g.predecessors(res)) == {scripted.id, inner[0].id}
+    assert only(fn_nodes(g, "add")).id in g.successors(res)
+
+
+def test_module_invisible_inside_is_opaque() -> None:
+    class CallsCpp(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            with torch._C.DisableTorchFunction():  # what a C++ extension looks like to us
+                return torch.tanh(x)
+
+    class Outer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ext = CallsCpp()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.ext(x) + 1
+
+    _, g = record(Outer(), (zoo.x4(),))
+    ext = only([m for m in g.modules() if m.path == "ext"])
+    assert ext.opaque
+    (res,) = g.output_tensors(ext.id)
+    assert g.predecessors(res) == [ext.id]
+    assert only(fn_nodes(g, "add")).id in g.successors(res)
+
+
+def test_custom_function_hooks_and_control_flow() -> None:
+    _, g = record(zoo.CustomFunction(), (zoo.x4(),))
+    assert fn_nodes(g, "mul") and fn_nodes(g, "add")
+    _, g = record(zoo.Hooked(), (zoo.x4(),))
+    fc = only([m for m in g.modules() if m.path == "fc"])
+    assert [n.op for n in g.functions() if fc.contains(n.id)] == ["add", "linear", "mul"]
+    x = torch.ones(2, 4)
+    _, g = record(zoo.ControlFlow(), (x,))
+    assert [m.path for m in g.modules()][1:] == ["pos"]
+    _, g = record(zoo.ControlFlow(), (-x,))
+    assert [m.path for m in g.modules()][1:] == ["neg"]
+
+
+def test_foreign_subclass_complex_and_sparse_inputs() -> None:
+    x = zoo.x4().as_subclass(zoo.OtherSubclass)
+    model = zoo.InplaceModule()
+    out, g = record(model, (x,))
+    assert type(out) is type(model(x)) and fn_nodes(g, "relu")
+    _, g = record(zoo.ComplexModel(), (torch.randn(2, 4, dtype=torch.complex64),))
+    assert g.nodes[g.inputs[0]].dtype == "complex64"
+    assert g.nodes[g.outputs[0]].dtype == "float32"
+    s = torch.randn(2, 4).relu().to_sparse()
+    _, g = record(zoo.SparseModel(), (s,))
+    assert g.nodes[g.inputs[0]].shape == (2, 4)
+    assert g.output_tensors(g.successors(g.inputs[0])[-1])  # the sparse op has a result
+
+
+def test_method_other_than_forward_and_direct_params() -> None:
+    _, g = record(zoo.MethodNotForward(), (zoo.x4(),))
+    assert [m.path for m in g.modules()] == ["", "enc.fc"]
+    assert only(fn_nodes(g, "tanh")).path == ""
+
+    _, g = record(zoo.DirectParam(), (zoo.x4(),))
+    by_source = {t.source_name: t for t in g.tensors() if t.source_name}
+    assert by_source["weight"].role == "parameter" and by_source["pos_ids"].role == "buffer"
+    proj = only([m for m in g.modules() if m.path == "proj"])
+    assert inputs_of(g, proj.id) == [by_source["query"].id]
+    matmul = only(fn_nodes(g, "matmul"))
+    assert by_source["weight"].id in inputs_of(g, matmul.id)
+
+
+def test_function_nodes_know_their_module_path() -> None:
+    _, g = record(zoo.Buffers(), (zoo.x4(),))
+    bn = only(fn_nodes(g, "batch_norm"))
+    assert bn.path == "bn"
+    srcs = {g.nodes[i].source_name for i in inputs_of(g, bn.id)}
+    assert {"bn.running_mean", "bn.running_var", "bn.weight", "bn.bias"} <= srcs
+
+
+def test_training_batchnorm_mutates_buffers_in_place() -> None:
+    model = zoo.Buffers().train()
+    _, g = record(model, (zoo.x4(),))
+    # num_batches_tracked += 1 makes a new version of the buffer, produced by add_
+    counter = only([t for t in g.tensors() if t.source_name == "bn.num_batches_tracked"])
+    add_ = only(fn_nodes(g, "add_"))
+    assert inputs_of(g, add_.id) == [counter.id]
+    (new,) = g.output_tensors(add_.id)
+    assert g.nodes[new].shape == () and g.nodes[new].dtype == "int64"
+
+
+def test_recording_only_the_first_root_call_and_nothing_outside() -> None:
+    model = zoo.Shared()
+    with Recorder(model) as rec:
+        y = model(zoo.x4())
+        z = y * 2  # outside the model: not recorded
+        model(zoo.x4())  # a second call runs unrecorded
+    g = rec._session.graph
+    assert len([m for m in g.modules() if m.path == ""]) == 1
+    assert not fn_nodes(g, "mul") and type(z) is torch.Tensor
