@@ -445,6 +445,7 @@ class Session:
             out = call(module, *args, **kwargs)
         except BaseException:
             m.failed = True
+            m.end = self.graph.next_id
             if self.failure is None:
                 self.failure = (path, "")
             raise

@@ -1,0 +1,142 @@
+"""The user's model and the process are left as found: patches undone, errors useful,
+other threads undisturbed."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from tensorview.errors import RecordingError, TensorviewError
+from tensorview.record import Recorder, is_patched
+
+from .fixtures import models as zoo
+
+
+def mode_stack_depth() -> int:
+    return torch._C._len_torch_function_stack()
+
+
+def test_error_names_module_chains_cause_and_keeps_partial_graph() -> None:
+    model = zoo.Raises()
+    original_call = nn.Module.__call__
+    with pytest.raises(RecordingError, match=r"module 'second\.1' \(Linear\), op 'linear'") as info:
+        with Recorder(model):
+            model(zoo.x4())
+    err = info.value
+    assert err.module_path == "second.1"
+    assert isinstance(err.__cause__, RuntimeError) and "mat1 and mat2" in str(err.__cause__)
+    g = err.graph.graph
+    failed = [n.path for n in g.nodes if getattr(n, "failed", False)]
+    assert failed == ["", "second", "second.1", "second.1"]  # root, second, second.1, its linear
+    assert [m.path for m in g.modules()] == ["", "first", "second", "second.0", "second.1"]
+    assert g.error is not None and "mat1 and mat2" in g.error
+    g.lint()
+    assert nn.Module.__call__ is original_call and not is_patched() and mode_stack_depth() == 0
+
+
+def test_error_keeps_the_original_exception_type_catchable() -> None:
+    class Picky(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise ValueError("no thanks")
+
+    with pytest.raises(ValueError, match="no thanks") as info:
+        with Recorder(Picky()) as rec:
+            rec.model(zoo.x4())
+    assert isinstance(info.value, RecordingError)
+
+
+def test_keyboard_interrupt_passes_through_and_everything_is_undone() -> None:
+    class Interrupted(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.fc(x)
+            raise KeyboardInterrupt
+
+    model = Interrupted()
+    with pytest.raises(KeyboardInterrupt):
+        with Recorder(model):
+            model(zoo.x4())
+    assert not is_patched() and mode_stack_depth() == 0
+    y = model.fc(zoo.x4())  # the model still works, plainly
+    assert type(y) is torch.Tensor
+
+
+def test_recorders_do_not_nest_and_bad_model_is_named() -> None:
+    model = zoo.Shared()
+    with Recorder(model):
+        with pytest.raises(TensorviewError, match="do not nest"):
+            with Recorder(model):
+                pass
+    assert not is_patched()
+    with pytest.raises(TypeError, match="needs a torch.nn.Module, got str"):
+        Recorder("resnet")  # type: ignore[arg-type]
+
+
+def test_nothing_recorded_is_a_clear_error() -> None:
+    with Recorder(zoo.Shared()) as rec:
+        pass
+    with pytest.raises(TensorviewError, match="nothing was recorded"):
+        rec.graph
+
+
+def test_other_thread_is_neither_recorded_nor_disturbed() -> None:
+    barrier = threading.Barrier(2, timeout=10)
+
+    class Meeting(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            barrier.wait()  # both threads are inside forward at the same time
+            y = self.fc(x)
+            barrier.wait()
+            return y.relu()
+
+    model = Meeting()
+    x = zoo.x4()
+    expected = model.fc(x).relu()
+    results: dict[str, Any] = {}
+
+    def plain() -> None:
+        results["plain"] = model(x)
+
+    t = threading.Thread(target=plain)
+    t.start()
+    with Recorder(model) as rec:
+        out = model(x)
+    t.join()
+    g = rec._session.graph
+    assert [m.path for m in g.modules()] == ["", "fc"]
+    assert [n.op for n in g.functions()] == ["linear", "relu"]
+    assert type(results["plain"]) is torch.Tensor and torch.equal(results["plain"], expected)
+    assert torch.equal(out, expected)
+    assert not is_patched()
+
+
+def test_foreign_patch_of_module_call_is_not_clobbered() -> None:
+    model = zoo.Shared()
+    original = nn.Module.__call__
+    seen: list[str] = []
+    try:
+        with pytest.warns(RuntimeWarning, match="replaced by someone else"):
+            with Recorder(model):
+                ours = nn.Module.__call__
+
+                def other_tool(self: nn.Module, *a: Any, **k: Any) -> Any:
+                    seen.append(type(self).__name__)
+                    return ours(self, *a, **k)
+
+                nn.Module.__call__ = other_tool  # another tool patches after us
+        assert nn.Module.__call__ is other_tool  # their patch stays
+        out = model(zoo.x4())  # our leftover wrapper in their chain is inert
+        assert type(out) is torch.Tensor and seen[0] == "Shared"
+    finally:
+        nn.Module.__call__ = original
