@@ -318,3 +318,25 @@ def test_recording_only_the_first_root_call_and_nothing_outside() -> None:
     g = rec._session.graph
     assert len([m for m in g.modules() if m.path == ""]) == 1
     assert not fn_nodes(g, "mul") and type(z) is torch.Tensor
+
+
+def test_identity_returning_ops_and_as_tensor_keep_the_chain() -> None:
+    class M(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(4, 4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            w = self.w.to(x.dtype)  # returns the parameter itself
+            y = torch.as_tensor(x)  # returns x itself
+            return y.contiguous() @ w + self.w.sum()
+
+    _, g = record(M(), (zoo.x4(),))
+    w = only([t for t in g.tensors() if t.source_name == "w"])
+    to, s = only(fn_nodes(g, "to")), only(fn_nodes(g, "sum"))
+    assert inputs_of(g, to.id) == [w.id] and inputs_of(g, s.id) == [w.id]  # later uses see the parameter
+    matmul = only(fn_nodes(g, "matmul"))
+    assert inputs_of(g, matmul.id)[1] == only(g.output_tensors(to.id))
+    as_t = only(fn_nodes(g, "as_tensor"))
+    assert inputs_of(g, as_t.id) == g.inputs
+    assert not [t for t in g.tensors() if t.role == "constant"]

@@ -199,8 +199,11 @@ class Session:
     def node_of(self, t: torch.Tensor) -> TensorNode:
         """The current node of any tensor met during the forward (creating source nodes)."""
         if type(t) is _RT:
-            node = t._tv_node
-            if t._tv_ver != _version(t):
+            node = t.__dict__.get("_tv_node")
+            if node is None:  # a RecorderTensor we did not make (deepcopy, _make_subclass)
+                node = self._new_tensor(t, "constant", "constant", self._scope())
+                t._tv_node, t._tv_ver = node, _version(t)
+            elif t._tv_ver != _version(t):
                 node = self._after_foreign_mutation(t, node)
                 t._tv_node, t._tv_ver = node, _version(t)
             return node
@@ -240,7 +243,9 @@ class Session:
         if func in _QUERIES:
             with _Disable():
                 return func(*args, **kwargs)
-        if func in FACTORIES:
+        if func in FACTORIES and not (
+            func in _DEVICE_FACTORIES and args and isinstance(args[0], _Tensor)
+        ):  # torch.as_tensor(t) of a tensor is an op on t, not a new source
             with _Disable():
                 return self._factory(func, args, kwargs)
         return self._op(func, args, kwargs)
@@ -380,7 +385,8 @@ class Session:
             return o
         for t in ins:
             if o is t:  # op returned an argument unchanged (``x.contiguous()``): a fresh alias
-                o = o.as_subclass(_Tensor) if type(o) is _RT else o
+                if type(o) in _PLAIN_TYPES and o.layout == torch.strided:
+                    o = o.as_subclass(_Tensor)
                 break
         node = self._new_tensor(o, fn.name + "_out" if i == 0 else f"{fn.name}_out{i}", "intermediate", self._scope())
         self.graph.edges.append((fn.id, node.id))

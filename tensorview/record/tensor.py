@@ -38,7 +38,3 @@ class RecorderTensor(torch.Tensor):
             with torch._C.DisableTorchFunctionSubclass():
                 return func(*args, **kwargs)
         return session.handle(func, types, args, kwargs)
-
-    def __repr__(self, *, tensor_contents: Any = None) -> str:  # keep reprs of recorded tensors plain
-        with torch._C.DisableTorchFunctionSubclass():
-            return "Recorder" + torch.Tensor.__repr__(self)
