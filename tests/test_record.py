@@ -340,3 +340,37 @@ def test_identity_returning_ops_and_as_tensor_keep_the_chain() -> None:
     as_t = only(fn_nodes(g, "as_tensor"))
     assert inputs_of(g, as_t.id) == g.inputs
     assert not [t for t in g.tensors() if t.role == "constant"]
+
+
+class Cache:
+    """A cache object like transformers' DynamicCache: tensors held in attributes."""
+
+    def __init__(self) -> None:
+        self.keys: list[torch.Tensor] = []
+        self.last: tuple[torch.Tensor, ...] = ()
+
+
+class StoresTensors(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.seen: list[torch.Tensor] = []
+
+    def forward(self, x: torch.Tensor, cache: Cache) -> Any:
+        y = self.fc(x)
+        cache.keys.append(y)  # the caller's cache object is updated in place
+        cache.last = (y, x)
+        self.attn = y * 2  # a forward that stores a tensor on its module
+        self.seen.append(y)
+        out = Cache()
+        out.keys.append(y + 1)
+        return {"y": y, "cache": out}
+
+
+def test_no_recorder_tensor_escapes_into_objects_or_modules() -> None:
+    model, cache = StoresTensors(), Cache()
+    out, g = record(model, (zoo.x4(), cache))
+    held = [cache.keys[0], *cache.last, model.attn, model.seen[0], out["y"], out["cache"].keys[0]]
+    assert all(type(t) is torch.Tensor for t in held)
+    assert torch.equal(out["cache"].keys[0], out["y"] + 1)
+    assert [g.nodes[i].name for i in g.outputs] == ["linear_out", "add_out"]  # the returned cache too

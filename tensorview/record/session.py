@@ -32,7 +32,7 @@ from torch.overrides import TorchFunctionMode
 from ..graph import SOURCE_ROLES, FunctionNode, Graph, ModuleNode, TensorNode
 from .names import op_name
 from .tensor import RecorderTensor, _tls
-from .tree import map_tensors
+from .tree import map_tensors, strip_in_place
 
 _Disable = torch._C.DisableTorchFunctionSubclass
 _Tensor = torch.Tensor
@@ -535,12 +535,28 @@ class Session:
             raise
         finally:
             self._mode.__exit__(None, None, None)
+            with _Disable():
+                self._strip_escaped(module, args, kwargs)
             self.running = False
             self.done = True
             self.stack.clear()
             self.sources.clear()
             self.mutations.clear()
         return out
+
+    def _strip_escaped(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """No RecorderTensor may outlive the recording: not in a cache object the caller
+        passed in and the model updated, nor in an attribute the forward stored on a module."""
+
+        def is_ours(t: Any) -> bool:
+            return type(t) is _RT
+
+        def plain(t: torch.Tensor) -> torch.Tensor:
+            return t.as_subclass(_Tensor)
+
+        strip_in_place((args, kwargs), is_ours, plain)
+        for m in module.modules():
+            strip_in_place(m.__dict__, is_ours, plain, objects=False)
 
     def _wrap_inputs(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         try:
@@ -593,7 +609,9 @@ class Session:
                 g.outputs.append(node.id)
             return t.as_subclass(_Tensor) if type(t) is _RT else t
 
-        return map_tensors(out, unwrap)
+        out = map_tensors(out, unwrap)
+        strip_in_place(out, lambda t: type(t) is _RT, unwrap)  # e.g. a KV cache object returned
+        return out
 
 
 def _flat_tensors(obj: Any) -> list[torch.Tensor]:

@@ -70,3 +70,53 @@ def _map(obj: Any, fn: Callable[..., Any], with_path: bool, path: str, depth: in
                 object.__setattr__(new_obj, k, v)
             return new_obj
     return obj
+
+
+_ATOMS = (str, bytes, int, float, bool, complex, type(None), type, torch.dtype, torch.device)
+_MODULE_INTERNALS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"})
+
+
+def strip_in_place(obj: Any, is_ours: Callable[[Any], bool], fix: Callable[[Any], Any], *, objects: bool = True) -> None:
+    """Replace, in place, every tensor ``t`` with ``is_ours(t)`` found in mutable containers
+    and object attributes reachable from ``obj`` by ``fix(t)``; tuples holding one are
+    rebuilt and put back in their parent.  Used so no recorded tensor survives in a cache
+    object a model returned or updated, or in an attribute a forward stored on a module.
+    ``objects=False`` walks only lists, dicts and tuples (not arbitrary objects)."""
+    _strip(obj, is_ours, fix, objects, set(), 0)
+
+
+def _strip(obj: Any, is_ours: Callable[[Any], bool], fix: Callable[[Any], Any], objects: bool, seen: set[int], depth: int) -> Any:
+    """Returns a replacement for ``obj`` (or ``obj`` itself when fixed in place)."""
+    if isinstance(obj, _Tensor):
+        return fix(obj) if is_ours(obj) else obj
+    if isinstance(obj, _ATOMS) or depth > 8 or id(obj) in seen:
+        return obj
+    seen.add(id(obj))
+    if isinstance(obj, list):
+        for i, v in enumerate(obj):
+            nv = _strip(v, is_ours, fix, objects, seen, depth + 1)
+            if nv is not v:
+                obj[i] = nv
+        return obj
+    if isinstance(obj, dict):
+        for k, v in list(obj.items()):
+            nv = _strip(v, is_ours, fix, objects, seen, depth + 1)
+            if nv is not v:
+                obj[k] = nv
+        return obj
+    if isinstance(obj, tuple):
+        items = [_strip(v, is_ours, fix, objects, seen, depth + 1) for v in obj]
+        if all(a is b for a, b in zip(items, obj)):
+            return obj
+        return map_tensors(obj, lambda t: fix(t) if is_ours(t) else t)
+    if not objects:
+        return obj
+    d = getattr(obj, "__dict__", None)
+    if isinstance(d, dict) and not callable(obj):
+        for k, v in list(d.items()):
+            if k in _MODULE_INTERNALS:
+                continue
+            nv = _strip(v, is_ours, fix, objects, seen, depth + 1)
+            if nv is not v:
+                d[k] = nv
+    return obj
