@@ -1,0 +1,95 @@
+"""Edges between drawn nodes, aggregated per pair with a use count and the order of
+first use.
+
+Each recorded edge maps its ends to the nodes they are drawn as.  An edge of a call
+drawn as a box (``x -> box``, ``box -> y``) or of a drawn op is *explicit* and counts
+every use.  An edge of a node hidden inside a box is *implicit*: it only adds a pair the
+box's own edges lack (a parameter used inside the box, a tensor captured from outside),
+once.  Edges of contracted tensors (``hide_inner_tensors``) are then joined
+producer -> consumer.  Everything is one pass over the edges plus one over the
+contracted tensors' few edges.
+"""
+
+from __future__ import annotations
+
+from ..graph import TENSOR, Graph
+from .scope import Scope
+from .tensors import CONTRACTED, NONE, Tensors
+from .view import ViewEdge
+
+Pair = tuple[int, int]
+
+
+def edges(g: Graph, s: Scope, vn: list[int], tv: Tensors, keep_loops: bool) -> list[ViewEdge]:
+    nodes = g.nodes
+    box_of = s.box_of
+    target, state, home, merged = tv.target, tv.state, tv.home, tv.merged
+    explicit: dict[Pair, list[int]] = {}
+    implicit: dict[Pair, int] = {}
+
+    def top(n: int) -> bool:  # drawn at its own level (not hidden inside a box)
+        p = nodes[n].parent
+        return p is None or box_of[p] < 0
+
+    for order, (a, b) in enumerate(g.edges):
+        if nodes[a].kind == TENSOR:
+            t = target[a]
+            if state[t] == NONE:
+                continue
+            v = vn[b]
+            h = home[a]
+            if v < 0 or (h >= 0 and box_of[b] == h):
+                continue
+            pair = (t, v)
+            is_explicit = top(b)
+        else:
+            v = vn[a]
+            t = target[b]
+            if v < 0 or merged[b] or state[t] == NONE:
+                continue
+            pair = (v, t)
+            is_explicit = top(a)
+        if is_explicit:
+            e = explicit.get(pair)
+            if e is None:
+                explicit[pair] = [1, order]
+            else:
+                e[0] += 1
+        elif pair not in implicit:
+            implicit[pair] = order
+    for pair, order in implicit.items():
+        if pair not in explicit:
+            explicit[pair] = [1, order]
+    return _contract(explicit, state, keep_loops)
+
+
+def _contract(pairs: dict[Pair, list[int]], state: bytearray, keep_loops: bool) -> list[ViewEdge]:
+    out: dict[Pair, list[int]] = {}
+    ins: dict[int, list[int]] = {}
+    outs: dict[int, list[tuple[int, int, int]]] = {}
+
+    def add(pair: Pair, count: int, order: int) -> None:
+        if pair[0] == pair[1] and not keep_loops:
+            return
+        e = out.get(pair)
+        if e is None:
+            out[pair] = [count, order]
+        else:
+            e[0] += count
+            if order < e[1]:
+                e[1] = order
+
+    for (a, b), (count, order) in pairs.items():
+        if state[a] == CONTRACTED:  # a tensor: (tensor, consumer)
+            outs.setdefault(a, []).append((b, count, order))
+        elif state[b] == CONTRACTED:  # (producer, tensor)
+            ins.setdefault(b, []).append(a)
+        else:
+            add((a, b), count, order)
+    for t, consumers in outs.items():
+        for a in ins.get(t, ()):
+            for b, count, order in consumers:
+                add((a, b), count, order)
+    result = [ViewEdge(a, b, c, o) for (a, b), (c, o) in out.items()]
+    result.sort(key=lambda e: (e.order, e.src, e.dst))
+    return result

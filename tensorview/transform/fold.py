@@ -1,0 +1,77 @@
+"""Fold detection: runs of consecutive sibling module calls that are the same computation
+(same class, same inner sequence of kinds/ops/classes/shapes), each fed by the previous
+one, such as the 80 decoder layers of a Llama.  Each comparison walks the two calls'
+ranges once, so finding runs costs O(size of the siblings)."""
+
+from __future__ import annotations
+
+from ..graph import FUNCTION, MODULE, TENSOR, Graph, ModuleNode
+
+
+def call_end(g: Graph, m: ModuleNode) -> int:
+    """First id after the call (the whole rest of the graph for a call that never ended)."""
+    return m.end if m.end >= 0 else len(g.nodes)
+
+
+def _io_shapes(g: Graph, m: ModuleNode) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    return g.shapes(g.input_tensors(m.id)), g.shapes(g.output_tensors(m.id))
+
+
+def same_call(g: Graph, a: ModuleNode, b: ModuleNode) -> bool:
+    """Whether calls ``a`` and ``b`` did the same computation, node by node."""
+    if a.cls_name != b.cls_name or a.cls_module != b.cls_module or a.failed or b.failed:
+        return False
+    ea, eb = call_end(g, a), call_end(g, b)
+    if ea - a.id != eb - b.id or a.opaque != b.opaque:
+        return False
+    if _io_shapes(g, a) != _io_shapes(g, b):
+        return False
+    nodes = g.nodes
+    off = b.id - a.id
+    for i in range(a.id + 1, ea):
+        x, y = nodes[i], nodes[i + off]
+        if x.kind != y.kind or (x.parent or 0) - a.id != (y.parent or 0) - b.id:
+            return False
+        if x.kind == TENSOR:
+            if x.shape != y.shape or x.dtype != y.dtype:  # type: ignore[attr-defined]
+                return False
+        elif x.kind == FUNCTION:
+            if x.op != y.op:  # type: ignore[attr-defined]
+                return False
+        elif x.cls_name != y.cls_name:  # type: ignore[attr-defined]
+            return False
+    return True
+
+
+def fed_by(g: Graph, prev: ModuleNode, cur: ModuleNode) -> bool:
+    """Whether ``cur`` takes a tensor that ``prev`` produced (or returned)."""
+    end = call_end(g, prev)
+    for t in g.input_tensors(cur.id):
+        if prev.id < t < end or prev.id in g.predecessors(t):
+            return True
+    return False
+
+
+def runs(g: Graph, kids: list[int]) -> list[list[int]]:
+    """Runs (length >= 2) of foldable calls among one module's direct children ``kids``
+    (module and function ids in execution order; a function between two calls breaks a run)."""
+    nodes = g.nodes
+    out: list[list[int]] = []
+    run: list[int] = []
+    prev: ModuleNode | None = None
+    for k in kids:
+        node = nodes[k]
+        if node.kind != MODULE:
+            prev = None
+        elif prev is not None and same_call(g, prev, node) and fed_by(g, prev, node):  # type: ignore[arg-type]
+            run.append(k)
+            prev = node  # type: ignore[assignment]
+            continue
+        else:
+            prev = node  # type: ignore[assignment]
+        if len(run) >= 2:
+            out.append(run)
+        run = [k] if node.kind == MODULE else []
+    if len(run) >= 2:
+        out.append(run)
+    return out

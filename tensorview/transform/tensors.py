@@ -1,0 +1,95 @@
+"""Which tensors are drawn.
+
+Graph inputs and outputs always; parameters and buffers only with ``show_params`` (as
+sources feeding whatever uses them); a tensor made inside a box only when something
+outside that box uses it (it is then that box's result); other tensors when a drawn node
+produces or uses them.  A pass-through alias (``copy_of``) whose producing call is opened
+is merged into the tensor it copies.  ``hide_inner_tensors`` marks every drawn tensor but
+inputs, outputs and parameters as contracted: its edges are joined producer -> consumer.
+"""
+
+from __future__ import annotations
+
+from ..graph import FUNCTION, TENSOR, Graph
+from .options import ViewOptions
+from .scope import Scope
+
+NONE, CONTRACTED, DRAWN = 0, 1, 2
+PARAM_ROLES = frozenset({"parameter", "buffer"})
+
+
+class Tensors:
+    """``target[t]``: the tensor ``t`` is drawn as (itself, its rolled counterpart, or the
+    tensor an alias copies); ``state[target]``: NONE, CONTRACTED or DRAWN; ``home[t]``: the
+    box ``t`` was made in (-1 outside boxes), whose own uses of ``t`` are not edges;
+    ``merged[t]``: 1 for an alias merged into the tensor it copies."""
+
+    __slots__ = ("target", "state", "home", "merged")
+
+    def __init__(self, n: int) -> None:
+        self.target = list(range(n))
+        self.state = bytearray(n)
+        self.home = [-1] * n
+        self.merged = bytearray(n)
+
+
+def node_map(g: Graph, s: Scope, canon: list[int]) -> list[int]:
+    """For functions and module calls: the view node they are drawn in, -1 for opened calls."""
+    vn = [-1] * len(g.nodes)
+    box_of = s.box_of
+    for node in g.nodes:
+        if node.kind == TENSOR:
+            continue
+        i = node.id
+        b = box_of[i]
+        v = b if b >= 0 else (i if node.kind == FUNCTION else -1)
+        vn[i] = canon[v] if v >= 0 else -1
+    return vn
+
+
+def tensors(g: Graph, opts: ViewOptions, s: Scope, canon: list[int], vn: list[int]) -> Tensors:
+    nodes = g.nodes
+    r = Tensors(len(nodes))
+    target, state, home, merged = r.target, r.state, r.home, r.merged
+    box_of = s.box_of
+    io = set(g.inputs) | set(g.outputs)
+    inputs = set(g.inputs)
+    hide = opts.hide_inner_tensors
+    g._adjacency()
+    succ, pred = g._succ, g._pred
+    for t in nodes:
+        if t.kind != TENSOR:
+            continue
+        i = t.id
+        role = t.role  # type: ignore[attr-defined]
+        is_param = role in PARAM_ROLES
+        if is_param and not opts.show_params and i not in io:
+            continue
+        b = box_of[t.parent] if t.parent is not None else -1  # type: ignore[index]
+        h = b if b >= 0 and not is_param and i not in inputs else -1
+        home[i] = h
+        made = [vn[p] for p in pred[i]]
+        c = t.copy_of  # type: ignore[attr-defined]
+        if c is not None and made and all(v < 0 for v in made):
+            tgt = target[c]  # an alias returned by an opened call: the tensor it copies
+            target[i] = tgt
+            merged[i] = 1
+            if i in io:
+                state[tgt] = DRAWN
+            continue
+        used = any(vn[d] >= 0 and (h < 0 or box_of[d] != h) for d in succ[i])
+        if i in io:
+            st = DRAWN
+        elif is_param:
+            st = DRAWN if used else NONE
+        elif used or (h < 0 and any(v >= 0 for v in made)):
+            st = CONTRACTED if hide else DRAWN
+        else:
+            st = NONE
+        k = canon[i]
+        if k != i:
+            target[i] = target[k]
+        tgt = target[i]
+        if st > state[tgt]:
+            state[tgt] = st
+    return r

@@ -1,0 +1,152 @@
+"""The view: what a renderer draws.  Plain data computed from a ``Graph`` by
+``build_view``; every node and edge carries its execution order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from ..errors import GraphLintError
+from ..graph import Graph, Node
+
+if TYPE_CHECKING:
+    from .options import ViewOptions
+
+
+class ViewNode:
+    """One drawn node, standing for the IR node ``ir`` (a tensor, an op, or a module call
+    drawn as a box).  ``id`` is the IR node's id, so it is unique within a view.
+
+    ``calls``: how many calls were rolled into this node (``roll=True``); ``members``:
+    the module calls folded into this box (``fold``), first to last, else empty.
+    ``cluster``: id of the innermost opened module drawn around it (``expand_nested``).
+    ``index``: position in the view's execution order (0-based).
+    """
+
+    __slots__ = ("id", "ir", "kind", "order", "index", "cluster", "calls", "members", "is_input", "is_output")
+
+    def __init__(self, ir: Node, cluster: int | None = None) -> None:
+        self.id = ir.id
+        self.ir = ir
+        self.kind = ir.kind
+        self.order = ir.id
+        self.index = 0
+        self.cluster = cluster
+        self.calls = 1
+        self.members: tuple[int, ...] = ()
+        self.is_input = False
+        self.is_output = False
+
+    @property
+    def name(self) -> str:
+        return self.ir.name
+
+    @property
+    def folded(self) -> int:
+        """How many module calls this box stands for (1 unless folded)."""
+        return len(self.members) or 1
+
+    def __repr__(self) -> str:
+        extra = f" ×{self.folded}" if self.members else ""
+        extra += f" calls={self.calls}" if self.calls > 1 else ""
+        return f"<ViewNode {self.kind} {self.name!r}{extra}>"
+
+
+class ViewEdge:
+    """Data flowing from ``src`` to ``dst`` (view node ids) ``count`` times; ``order`` is
+    the position of its first use in the forward (an index into ``Graph.edges``)."""
+
+    __slots__ = ("src", "dst", "count", "order")
+
+    def __init__(self, src: int, dst: int, count: int, order: int) -> None:
+        self.src, self.dst, self.count, self.order = src, dst, count, order
+
+    def __repr__(self) -> str:
+        return f"<ViewEdge {self.src}->{self.dst} ×{self.count}>"
+
+
+class Cluster:
+    """An opened module call drawn as a dashed box around its contents."""
+
+    __slots__ = ("id", "ir", "parent", "order")
+
+    def __init__(self, ir: Node, parent: int | None) -> None:
+        self.id = ir.id
+        self.ir = ir
+        self.parent = parent  # enclosing cluster id, None at top level
+        self.order = ir.id
+
+    @property
+    def label(self) -> str:
+        return f"{self.ir.path}: {self.ir.cls_name}"  # type: ignore[attr-defined]
+
+
+class View:
+    """Nodes (in execution order), aggregated edges (in order of first use) and clusters."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        options: ViewOptions,
+        nodes: list[ViewNode],
+        edges: list[ViewEdge],
+        clusters: list[Cluster],
+        folded: bool,
+    ) -> None:
+        self.graph = graph
+        self.options = options
+        self.nodes = nodes
+        self.edges = edges
+        self.clusters = clusters
+        #: whether fold was applied (``fold=True``, or ``"auto"`` on a big graph)
+        self.folded = folded
+        self.by_id = {n.id: n for n in nodes}
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[ViewNode]:
+        return iter(self.nodes)
+
+    def __getitem__(self, node_id: int) -> ViewNode:
+        return self.by_id[node_id]
+
+    def node(self, name: str) -> ViewNode:
+        """The view node standing for the IR node called ``name``."""
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def names(self) -> list[str]:
+        return [n.name for n in self.nodes]
+
+    def edge_names(self) -> list[tuple[str, str, int]]:
+        """``(src name, dst name, count)`` per edge, in order of first use."""
+        by = self.by_id
+        return [(by[e.src].name, by[e.dst].name, e.count) for e in self.edges]
+
+    def lint(self) -> None:
+        """No dangling edges, no self-loops (unless rolled), no duplicate edges, clusters nest."""
+        by = self.by_id
+        seen: set[tuple[int, int]] = set()
+        for e in self.edges:
+            if e.src not in by or e.dst not in by:
+                raise GraphLintError(f"view edge {e!r} names a node that is not in the view")
+            if e.src == e.dst and not self.options.roll:
+                raise GraphLintError(f"view edge {e!r} is a self-loop")
+            if e.count < 1:
+                raise GraphLintError(f"view edge {e!r} has count {e.count}")
+            if (e.src, e.dst) in seen:
+                raise GraphLintError(f"view edge {e!r} is listed twice")
+            seen.add((e.src, e.dst))
+        clusters = {c.id for c in self.clusters}
+        for c in self.clusters:
+            if c.parent is not None and c.parent not in clusters:
+                raise GraphLintError(f"cluster {c.label!r} has a missing parent {c.parent}")
+        for n in self.nodes:
+            if n.cluster is not None and n.cluster not in clusters:
+                raise GraphLintError(f"{n!r} lies in a missing cluster {n.cluster}")
+        orders = [n.order for n in self.nodes]
+        if orders != sorted(orders):
+            raise GraphLintError("view nodes are not in execution order")
