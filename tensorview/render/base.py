@@ -1,0 +1,77 @@
+"""``Renderer``: the small interface every output format implements.
+
+``render(view)`` calls ``begin_graph``, then for every drawn node ``render_node`` (inside
+``begin_module(cluster)``/``end_module(cluster)`` for nested opened modules, innermost
+last), then ``render_edge(src, dst, count)`` for every edge in order of first use, then
+``end_graph``.  Each hook returns a piece of text (or ``None``); ``render`` joins the
+pieces with newlines.  Subclasses need only the hooks; labels come from ``self.label``.
+"""
+
+from __future__ import annotations
+
+from ..transform.view import Cluster, View, ViewNode
+from .labels import node_label
+
+
+class Renderer:
+    """Base class of output formats.  Override the hooks; ``render`` drives them."""
+
+    view: View
+
+    def render(self, view: View) -> str:
+        self.view = view
+        out: list[str] = []
+
+        def put(piece: str | None) -> None:
+            if piece is not None:
+                out.append(piece)
+
+        put(self.begin_graph(view))
+        nodes: dict[int | None, list[ViewNode]] = {}
+        for n in view.nodes:
+            nodes.setdefault(n.cluster, []).append(n)
+        kids: dict[int | None, list[Cluster]] = {}
+        for c in view.clusters:
+            kids.setdefault(c.parent, []).append(c)
+
+        def region(cluster: int | None) -> None:
+            items: list[tuple[int, int, ViewNode | Cluster]] = [(n.order, 0, n) for n in nodes.get(cluster, ())]
+            items.extend((c.order, 1, c) for c in kids.get(cluster, ()))
+            items.sort(key=lambda item: (item[0], item[1]))
+            for _, is_cluster, item in items:
+                if is_cluster:
+                    put(self.begin_module(item))  # type: ignore[arg-type]
+                    region(item.id)
+                    put(self.end_module(item))  # type: ignore[arg-type]
+                else:
+                    put(self.render_node(item))  # type: ignore[arg-type]
+
+        region(None)
+        by = view.by_id
+        for e in view.edges:
+            put(self.render_edge(by[e.src], by[e.dst], e.count))
+        put(self.end_graph(view))
+        return "\n".join(out) + "\n" if out else ""
+
+    def label(self, node: ViewNode) -> str:
+        """The node's label text (lines joined with ``\\n``)."""
+        return node_label(self.view, node)
+
+    # -- hooks -------------------------------------------------------------------------
+    def begin_graph(self, view: View) -> str | None:
+        return None
+
+    def render_node(self, node: ViewNode) -> str | None:
+        raise NotImplementedError
+
+    def begin_module(self, cluster: Cluster) -> str | None:
+        return None
+
+    def end_module(self, cluster: Cluster) -> str | None:
+        return None
+
+    def render_edge(self, src: ViewNode, dst: ViewNode, count: int) -> str | None:
+        raise NotImplementedError
+
+    def end_graph(self, view: View) -> str | None:
+        return None

@@ -1,0 +1,86 @@
+"""``JsonRenderer``: a view as node-link JSON (schema ``tensorview.view``), written
+against the ``Renderer`` interface like any other format.  The full recorded graph's
+JSON is ``Graph.to_dict()`` (schema ``tensorview.graph``, see docs/json-schema.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from ..graph import FUNCTION, MODULE
+from ..transform.view import Cluster, View, ViewNode
+from .base import Renderer
+
+SCHEMA = "tensorview.view"
+SCHEMA_VERSION = 1
+
+
+class JsonRenderer(Renderer):
+    """``render(view)`` -> JSON text; ``to_dict(view)`` -> the same data as a dict."""
+
+    def __init__(self, indent: int | None = 1) -> None:
+        self.indent = indent
+        self._data: dict[str, Any] = {}
+
+    def to_dict(self, view: View) -> dict[str, Any]:
+        self.render(view)
+        return self._data
+
+    def begin_graph(self, view: View) -> None:
+        self._data = {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "directed": True,
+            "multigraph": False,
+            "graph": {
+                "name": view.options.graph_name,
+                "options": dataclasses.asdict(view.options),
+                "folded": view.folded,
+                "error": view.graph.error,
+            },
+            "clusters": [],
+            "nodes": [],
+            "edges": [],
+        }
+
+    def render_node(self, node: ViewNode) -> None:
+        ir = node.ir
+        rec: dict[str, Any] = {
+            "id": node.id,
+            "kind": node.kind,
+            "name": node.name,
+            "label": self.label(node),
+            "path": ir.path,
+            "order": node.order,
+            "index": node.index,
+            "cluster": node.cluster,
+            "calls": node.calls,
+            "members": list(node.members),
+        }
+        if node.kind == FUNCTION:
+            rec["op"] = ir.op  # type: ignore[attr-defined]
+        elif node.kind == MODULE:
+            rec["class"] = ir.cls_name  # type: ignore[attr-defined]
+        else:
+            rec["role"] = ir.role  # type: ignore[attr-defined]
+            rec["shape"] = list(ir.shape)  # type: ignore[attr-defined]
+            rec["dtype"] = ir.dtype  # type: ignore[attr-defined]
+        rec["is_input"], rec["is_output"] = node.is_input, node.is_output
+        self._data["nodes"].append(rec)
+
+    def begin_module(self, cluster: Cluster) -> None:
+        self._data["clusters"].append(
+            {"id": cluster.id, "label": cluster.label, "path": cluster.ir.path, "parent": cluster.parent, "order": cluster.order}
+        )
+
+    def render_edge(self, src: ViewNode, dst: ViewNode, count: int) -> None:
+        self._data["edges"].append({"source": src.id, "target": dst.id, "count": count})
+
+    def end_graph(self, view: View) -> str:
+        for rec, e in zip(self._data["edges"], view.edges):
+            rec["order"] = e.order
+        return json.dumps(self._data, indent=self.indent, ensure_ascii=False)
+
+    def render(self, view: View) -> str:
+        return super().render(view).rstrip("\n") + "\n"

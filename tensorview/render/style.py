@@ -1,0 +1,69 @@
+"""``GraphvizStyler``: how nodes and edges look in Graphviz.  Subclass it and override
+``style_node``/``style_edge``; keyword arguments of the constructor apply to every node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph import FUNCTION, MODULE
+from ..transform.view import Cluster, View, ViewNode
+
+
+class GraphvizStyler:
+    """Default look: tensors light yellow, module calls green, functions light blue,
+    parameters grey, failed nodes red, folded/rolled boxes with a double border.
+
+    ``GraphvizStyler(fontname="Helvetica", fillcolor="white")`` sets those attributes on
+    every node (they go into DOT's ``node [...]`` defaults and win over the colours
+    below, except the red of failed nodes).  A returned ``label`` replaces the default
+    label text.
+    """
+
+    node_attr: dict[str, str] = {"shape": "box", "style": "filled", "fontsize": "10", "margin": "0.1,0.05", "height": "0.3"}
+    edge_attr: dict[str, str] = {"fontsize": "9", "arrowsize": "0.7"}
+    colors: dict[str, str] = {
+        "tensor": "lightyellow",
+        "function": "aliceblue",
+        "module": "darkseagreen1",
+        "parameter": "gainsboro",
+        "failed": "#ff9e9e",
+    }
+
+    def __init__(self, **node_defaults: Any) -> None:
+        self.node_defaults: dict[str, Any] = {**self.node_attr, **node_defaults}
+        self.user_defaults = frozenset(node_defaults)
+
+    def style_graph(self, view: View) -> dict[str, Any]:
+        """Graph attributes (``rankdir`` and the like)."""
+        return {"rankdir": view.options.graph_dir}
+
+    def style_node(self, node: ViewNode) -> dict[str, Any]:
+        """Graphviz attributes of one node (its label is added unless given here)."""
+        attrs: dict[str, Any] = {}
+        if node.kind == MODULE:
+            attrs["fillcolor"] = self.colors["module"]
+            if node.members or node.calls > 1:
+                attrs["peripheries"] = 2
+        elif node.kind == FUNCTION:
+            attrs["fillcolor"] = self.colors["function"]
+            attrs["style"] = "filled,rounded"
+        else:
+            role = node.ir.role  # type: ignore[attr-defined]
+            kind = "parameter" if role in ("parameter", "buffer") else "tensor"
+            attrs["fillcolor"] = self.colors[kind]
+            attrs["shape"] = "note" if kind == "parameter" else "box"
+            if node.is_input or node.is_output:
+                attrs["penwidth"] = 1.5
+        for key in self.user_defaults:
+            attrs.pop(key, None)
+        if getattr(node.ir, "failed", False):
+            attrs.update(fillcolor=self.colors["failed"], color="red", penwidth=2)
+        return attrs
+
+    def style_edge(self, src: ViewNode, dst: ViewNode) -> dict[str, Any]:
+        """Graphviz attributes of the edge ``src -> dst`` (``×N`` labels are added)."""
+        return {}
+
+    def style_cluster(self, cluster: Cluster) -> dict[str, Any]:
+        """Attributes of the dashed box around an opened module."""
+        return {"label": cluster.label, "style": "dashed", "fontsize": "10", "labeljust": "l"}
