@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -26,17 +26,18 @@ class _Entry:
     path: str
     module: nn.Module
     handle: RemovableHandle | None
-    data: Any = field(default_factory=list)  # list of values, or the reduced value
+    data: Any  # list of values, or the reduced value (None before the first)
     samples: int = 0
-    full_backward_flag: bool | None = None  # module._is_full_backward_hook before we hooked it
 
     def unhook(self) -> None:
         if self.handle is None:
             return
         self.handle.remove()
         self.handle = None
-        if not self.module._backward_hooks:  # leave the module as found
-            self.module._is_full_backward_hook = self.full_backward_flag
+        # a full backward hook marks the module for good; with no backward hook left,
+        # unmark it so that it is left as found (either kind may be registered again)
+        if not self.module._backward_hooks and self.module._is_full_backward_hook is True:
+            self.module._is_full_backward_hook = None
 
 
 class Tap:
@@ -83,7 +84,7 @@ class Tap:
         for path, module in chosen:
             if id(module) in tapped:  # already tapped by this tap: one record per call
                 continue
-            entry = _Entry(path, module, None, full_backward_flag=module._is_full_backward_hook)
+            entry = _Entry(path, module, None, [] if self.reduction is None else None)
             entry.handle = self._hook(module, lambda value, entry=entry: self._record(entry, value))
             self._entries.append(entry)
         return self
