@@ -433,3 +433,19 @@ def test_taps_md_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     namespace: dict[str, object] = {"__name__": "docs_taps"}
     for i, code in enumerate(blocks):
         exec(compile(code, f"taps.md[block {i}]", "exec"), namespace)
+
+
+def test_taps_left_on_while_recording_add_nothing_to_the_graph() -> None:
+    from tensorview.record import Recorder
+
+    model = mlp()
+    x = torch.randn(2, 4)
+    with Recorder(model) as plain:
+        model(x)
+    with ForwardOutput().modules(model) as fout, ForwardInput(reduction=lambda a, b: a + b).modules(model) as fin:
+        model(x)  # one call before, so the reduction runs while recording
+        with Recorder(model) as rec:
+            out = model(x)
+    assert rec.graph.table() == plain.graph.table()
+    assert all(type(v) is torch.Tensor for data in fout for v in data) and type(fin[0]) is torch.Tensor
+    assert torch.equal(fout[0][1], out) and torch.equal(fin[0], 2 * x)

@@ -223,9 +223,13 @@ class BackwardOutput(Tap):
 
 
 def _snapshot(value: Any) -> Any:
-    """Detached copies of the tensors in ``value`` (nested tuples, lists and dicts kept)."""
+    """Detached plain-tensor copies of the tensors in ``value`` (nested tuples, lists and
+    dicts kept).  Copying bypasses ``__torch_function__`` (subclasses and modes), so a tap
+    left on while tensorview records adds no ``detach``/``clone`` nodes to the graph and
+    keeps no recording tensor."""
     if isinstance(value, torch.Tensor):
-        return value.detach().clone()
+        with torch._C.DisableTorchFunction():
+            return value.detach().clone().as_subclass(torch.Tensor)
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple
         return type(value)(*(_snapshot(v) for v in value))
     if isinstance(value, (tuple, list)):
