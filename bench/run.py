@@ -1,0 +1,402 @@
+"""tensorview vs torchview on the same models, in one process: prints one table and the
+targets of issue 4 with pass/fail (``--write-docs`` also writes docs/benchmarks.md).
+
+Columns: recorded ops (function nodes), plain forward, tensorview ``Recorder`` (record
+only), tensorview ``draw_graph`` (record + DOT source), torchview ``draw_graph`` (its
+defaults, + ``visual_graph.source``), Graphviz ``dot -Tsvg`` of tensorview's default view,
+and the ratios Recorder/plain and torchview/tensorview.  Times are medians of several runs
+after a warm-up; judge by the ratios, which are taken in the same run.
+
+    python bench/run.py [--write-docs] [--only SUBSTRING] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from models import CASES, Case, deep_mlp  # noqa: E402
+
+from tensorview.api import draw_graph  # noqa: E402
+from tensorview.record import Recorder  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TORCHVIEW_BUDGET_S = 60.0  # per torchview call; a slower one is reported as "timeout"
+DOT_TIMEOUT_S = 60.0
+
+
+class Timeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise Timeout
+
+
+def timed(fn: Callable[[], Any], budget: float | None = None) -> float:
+    """Seconds one call of ``fn`` takes; raises Timeout past ``budget`` (SIGALRM, main thread)."""
+    gc.collect()
+    if budget is not None:
+        signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, budget)
+    try:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+    finally:
+        if budget is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def median_time(fn: Callable[[], Any], repeats: int, budget: float | None = None) -> float:
+    """Median of ``repeats`` timed runs after one warm-up (the warm-up is also the budget check)."""
+    first = timed(fn, budget)
+    if repeats <= 1:
+        return first
+    return statistics.median(timed(fn, budget) for _ in range(repeats))
+
+
+# -- one model ------------------------------------------------------------------------------
+def run_case(case: Case, repeats: int | None) -> dict[str, Any]:
+    n = repeats or case.repeats
+    row: dict[str, Any] = {"model": case.name, "device": case.device}
+    model, inputs = case.build()
+    device = case.device
+
+    def plain() -> None:
+        with torch.no_grad():
+            model(**inputs)
+
+    def record() -> Any:
+        with torch.no_grad(), Recorder(model) as rec:
+            model(**inputs)
+        return rec
+
+    def tv_draw() -> Any:
+        g = draw_graph(model, input_data=inputs, device=device)
+        return g, g.source
+
+    rec = record()
+    assert rec._session is not None
+    row["ops"] = sum(1 for _ in rec._session.graph.functions())
+    del rec
+    row["plain"] = median_time(plain, n)
+    row["record"] = median_time(record, n)
+    try:
+        row["tv_draw"] = median_time(tv_draw, n)
+        g, source = tv_draw()
+        row["tv_nodes"] = source.count("\n")
+    except Exception as e:  # report, do not hide
+        row["tv_draw"] = f"failed: {type(e).__name__}: {e}"[:80]
+        source = None
+    row["torchview"] = torchview_time(model, inputs, device, n)
+    row["dot"] = dot_time(source) if source is not None else "n/a"
+    return row
+
+
+def torchview_time(model: Any, inputs: dict[str, Any], device: str, n: int) -> Any:
+    try:
+        import torchview
+    except ImportError:
+        return "not installed"
+
+    def tv() -> Any:
+        g = torchview.draw_graph(model, input_data=inputs, device=device)
+        return g.visual_graph.source
+
+    try:
+        # the warm-up doubles as the budget check; the huge ones are timed once
+        return median_time(tv, min(n, 3), TORCHVIEW_BUDGET_S)
+    except Timeout:
+        return "timeout"
+    except Exception as e:
+        return f"failed: {type(e).__name__}"
+
+
+def dot_time(source: str) -> Any:
+    t0 = time.perf_counter()
+    try:
+        subprocess.run(
+            ["dot", "-Tsvg", "-o", os.devnull], input=source.encode(), check=True,
+            timeout=DOT_TIMEOUT_S, capture_output=True,
+        )
+    except subprocess.TimeoutExpired:
+        return f">{DOT_TIMEOUT_S:.0f}"
+    except (subprocess.CalledProcessError, FileNotFoundError) as e:
+        return f"failed: {type(e).__name__}"
+    return time.perf_counter() - t0
+
+
+# -- scaling and memory ------------------------------------------------------------------------
+def linearity() -> dict[str, Any]:
+    """Recorder time per op at 1k and 100k ops (same MLP family, on the CPU)."""
+    out: dict[str, Any] = {}
+    for ops, reps in ((1_000, 7), (100_000, 2)):
+        model, inputs = deep_mlp(ops)()
+
+        def record() -> None:
+            with torch.no_grad(), Recorder(model) as rec:
+                model(**inputs)
+            del rec
+
+        out[ops] = median_time(record, reps) / ops
+    out["ratio"] = out[100_000] / out[1_000]
+    return out
+
+
+def graph_memory() -> dict[int, float]:
+    """tracemalloc bytes held by one recorded graph, per recorded op."""
+    out: dict[int, float] = {}
+    for ops in (1_000, 10_000, 100_000):
+        model, inputs = deep_mlp(ops)()
+        with torch.no_grad(), Recorder(model) as rec:  # warm up
+            model(**inputs)
+        del rec
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            with torch.no_grad(), Recorder(model) as rec:
+                model(**inputs)
+            gc.collect()
+            size = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert rec._session is not None
+        if ops == 1_000:
+            out["tensors_in_graph"] = len(tensors_reachable(rec._session.graph))
+        out[ops] = size / ops
+        del rec, model
+    return out
+
+
+def tensors_reachable(root: Any) -> list[Any]:
+    found, seen, stack = [], set(), [root]
+    skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+            str, bytes, int, float, bool, type(None))
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, skip):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, torch.Tensor):
+            found.append(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+            stack.extend(obj.keys())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend(obj)
+        else:
+            for cls in type(obj).__mro__:
+                stack.extend(getattr(obj, s) for s in getattr(cls, "__slots__", ()) if hasattr(obj, s))
+            stack.extend(getattr(obj, "__dict__", {}).values())
+    return found
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def repeated_draws(calls: int = 100) -> dict[str, Any]:
+    """RSS and tracemalloc growth over ``calls`` draw_graph calls (after 10 warm-up calls)."""
+    case = next(c for c in CASES if c.name.startswith("bert"))
+    model, inputs = case.build()
+
+    def draw() -> None:
+        g = draw_graph(model, input_data=inputs, device="meta")
+        g.source
+
+    for _ in range(10):
+        draw()
+    gc.collect()
+    rss0 = rss_bytes()
+    tracemalloc.start()
+    try:
+        gc.collect()
+        t0 = tracemalloc.get_traced_memory()[0]
+        for _ in range(calls):
+            draw()
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0] - t0
+    finally:
+        tracemalloc.stop()
+    gc.collect()
+    return {"model": case.name, "calls": calls, "rss": rss_bytes() - rss0, "traced": traced}
+
+
+# -- report ------------------------------------------------------------------------------------
+def fmt_s(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}" if v < 10 else f"{v:.1f}"
+    return str(v)
+
+
+def ratio(a: Any, b: Any) -> float | None:
+    return a / b if isinstance(a, float) and isinstance(b, float) and b > 0 else None
+
+
+COLUMNS = ["model", "ops", "plain s", "Recorder s", "tv draw_graph s", "torchview s", "dot -Tsvg s",
+           "Recorder/plain", "torchview/tv"]
+
+
+def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+    out = []
+    for r in rows:
+        rp = ratio(r["record"], r["plain"])
+        tt = ratio(r["torchview"], r["tv_draw"])
+        if tt is None and r["torchview"] == "timeout" and isinstance(r["tv_draw"], float):
+            tt_s = f">{TORCHVIEW_BUDGET_S / r['tv_draw']:.0f}x"
+        else:
+            tt_s = f"{tt:.2f}x" if tt is not None else "-"
+        out.append([
+            f"{r['model']}", f"{r['ops']}", fmt_s(r["plain"]), fmt_s(r["record"]), fmt_s(r["tv_draw"]),
+            fmt_s(r["torchview"]), fmt_s(r["dot"]), f"{rp:.2f}x" if rp is not None else "-", tt_s,
+        ])
+    return out
+
+
+def text_table(rows: list[list[str]]) -> str:
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(COLUMNS)]
+    line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    return "\n".join([line(COLUMNS), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def md_table(rows: list[list[str]]) -> str:
+    head = "| " + " | ".join(COLUMNS) + " |\n|" + "|".join(["---"] + ["---:"] * (len(COLUMNS) - 1)) + "|\n"
+    return head + "".join("| " + " | ".join(r) + " |\n" for r in rows)
+
+
+def targets(rows: list[dict[str, Any]], lin: dict[str, Any] | None, mem: dict[Any, Any] | None,
+            rep: dict[str, Any] | None) -> list[tuple[str, bool | None, str]]:
+    out: list[tuple[str, bool | None, str]] = []
+    meta_ratios = [ratio(r["record"], r["plain"]) for r in rows if r["device"] == "meta"]
+    meta_ratios = [x for x in meta_ratios if x is not None]
+    if meta_ratios:
+        m = statistics.median(meta_ratios)
+        all_r = [x for x in (ratio(r["record"], r["plain"]) for r in rows) if x is not None]
+        out.append(("Recorder <= 1.5x plain forward on meta (median)", m <= 1.5,
+                    f"median {m:.2f}x over {len(meta_ratios)} meta models (worst {max(meta_ratios):.2f}x); "
+                    f"CPU MLPs with 4x4 layers: {', '.join(f'{x:.2f}x' for x in all_r[len(meta_ratios):])}"))
+    speed = []
+    for r in rows:
+        tt = ratio(r["torchview"], r["tv_draw"])
+        if tt is not None:
+            speed.append(tt)
+        elif r["torchview"] == "timeout" and isinstance(r["tv_draw"], float):
+            speed.append(TORCHVIEW_BUDGET_S / r["tv_draw"])  # a lower bound
+    if speed:
+        med = statistics.median(speed)
+        out.append(("draw_graph >= 2x faster than torchview (median)", med >= 2, f"median {med:.2f}x"))
+        out.append(("draw_graph never slower than torchview", min(speed) >= 1, f"slowest {min(speed):.2f}x"))
+    failed = [r["model"] for r in rows if not isinstance(r["tv_draw"], float)]
+    if failed:
+        out.append(("tensorview draw_graph works on every model", False, ", ".join(failed)))
+    if lin is not None:
+        out.append(("time per op at 100k ops <= 1.3x time per op at 1k", lin["ratio"] <= 1.3,
+                    f"{lin[1_000] * 1e6:.1f} us/op at 1k, {lin[100_000] * 1e6:.1f} us/op at 100k: {lin['ratio']:.2f}x"))
+    if mem is not None:
+        mr = mem[100_000] / mem[1_000]
+        out.append(("graph memory linear in ops (bytes/op at 100k <= 1.3x at 1k)", mr <= 1.3,
+                    f"{mem[1_000]:.0f} / {mem[10_000]:.0f} / {mem[100_000]:.0f} B/op at 1k / 10k / 100k ops"))
+        out.append(("recorded graph holds no tensor", mem["tensors_in_graph"] == 0,
+                    f"{mem['tensors_in_graph']} tensors reachable from the graph"))
+    if rep is not None:
+        ok = rep["traced"] < 1 << 20 and rep["rss"] < 16 << 20
+        out.append((f"{rep['calls']} repeated draw_graph calls do not grow memory", ok,
+                    f"{rep['model']}: tracemalloc {rep['traced'] / 1024:+.0f} KiB, RSS {rep['rss'] / 1024 / 1024:+.1f} MiB"))
+    llama = next((r for r in rows if r["model"].startswith("llama3-70b")), None)
+    if llama is not None:
+        tv = llama["torchview"]
+        out.append(("Llama-3-70B (80 layers) records on meta in < 2 s", llama["record"] < 2,
+                    f"Recorder {llama['record']:.2f} s, draw_graph {fmt_s(llama['tv_draw'])} s, torchview {fmt_s(tv)} s"))
+    dots = [(r["model"], r["dot"]) for r in rows]
+    slow = [f"{m} ({fmt_s(d)})" for m, d in dots if not (isinstance(d, float) and d < 10)]
+    worst = max((d for _, d in dots if isinstance(d, float)), default=0.0)
+    out.append(("default view lays out with dot -Tsvg in < 10 s on every model", not slow,
+                f"slowest {worst:.2f} s" + (f"; over: {', '.join(slow)}" if slow else "")))
+    return out
+
+
+def machine() -> str:
+    import torchview
+
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+            f"torch {torch.__version__}, torchview {getattr(torchview, '__version__', '0.2.x')}, "
+            f"{subprocess.run(['dot', '-V'], capture_output=True, text=True).stderr.strip()}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--write-docs", action="store_true", help="write the result to docs/benchmarks.md")
+    ap.add_argument("--only", help="run only the models whose name contains this")
+    ap.add_argument("--repeats", type=int, help="timed runs per model (default: per model)")
+    ap.add_argument("--quick", action="store_true", help="skip the scaling and memory measurements")
+    opts = ap.parse_args()
+
+    started = time.perf_counter()
+    cases = [c for c in CASES if not opts.only or opts.only in c.name]
+    rows = []
+    for case in cases:
+        t0 = time.perf_counter()
+        rows.append(run_case(case, opts.repeats))
+        print(f"  {case.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    lin = mem = rep = None
+    if not opts.quick:
+        lin = linearity()
+        mem = graph_memory()
+        rep = repeated_draws()
+    cells = table_rows(rows)
+    results = targets(rows, lin, mem, rep)
+    total = time.perf_counter() - started
+
+    print(text_table(cells))
+    print()
+    for name, ok, detail in results:
+        print(f"[{'PASS' if ok else 'FAIL'}] {name}: {detail}")
+    print(f"\n(total {total:.0f} s)")
+
+    if opts.write_docs:
+        doc = ROOT / "docs" / "benchmarks.md"
+        doc.write_text(
+            "# Benchmarks\n\n"
+            "Written by `python bench/run.py --write-docs` (`make bench` prints the same).  tensorview and "
+            "torchview run on the same models in one process; times are medians (seconds) of several runs "
+            "after a warm-up: 5 for most models, 3 for Llama-3-70B and the 10k MLP, 2 for the 100k MLP "
+            "(torchview at most 3, and cut off after "
+            f"{TORCHVIEW_BUDGET_S:.0f} s: `timeout`).  Timings on this machine are noisy: judge by the "
+            "ratios, which are taken in the same run.\n\n"
+            "- **ops**: recorded function calls (FunctionNodes).\n"
+            "- **plain**: the model's forward without recording; **Recorder**: `with Recorder(model): "
+            "model(**x)`, record only; **tv draw_graph**: `draw_graph(...)` + `.source` (record, default view, "
+            "DOT text); **torchview**: `torchview.draw_graph(...)` with its defaults + `visual_graph.source`.\n"
+            "- **dot -Tsvg**: Graphviz layout of tensorview's default view (one run, cut off at "
+            f"{DOT_TIMEOUT_S:.0f} s).\n"
+            "- Transformers models are full-size configs built on meta with inputs on meta (sequence length "
+            "128, 32 decoder tokens for T5); the MLPs run on the CPU with 4x4 layers, because a meta op costs "
+            "~350 us of dispatch here and would hide the recording overhead.\n\n"
+            f"Machine: {machine()}.  Total run time {total:.0f} s.\n\n"
+            + md_table(cells)
+            + "\n## Targets (issue 4)\n\n"
+            + "".join(f"- {'**pass**' if ok else '**FAIL**'}: {name}: {detail}\n" for name, ok, detail in results)
+        )
+        print(f"wrote {doc.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
