@@ -219,7 +219,8 @@ def test_tapped_selected_modules_record_what_they_return() -> None:
     x = torch.randn(2, 2, 6, 6)
     with ForwardOutput().modules(net, names="layer*.0.conv1") as tap:
         net(x)
-    torch.testing.assert_close(tap["layer1.0.conv1"][0], net.layer1[0].conv1(x).detach())
+    conv1: nn.Conv2d = net.layer1[0].conv1  # type: ignore[assignment]
+    torch.testing.assert_close(tap["layer1.0.conv1"][0], conv1(x).detach())
     assert tap[1][0].shape == (2, 2, 6, 6) and tap.samples(1) == 1
 
 
@@ -310,7 +311,7 @@ def test_context_manager_removes_every_hook_also_on_error() -> None:
 
 
 def test_taps_do_not_change_outputs_or_gradients() -> None:
-    model, twin = mlp(), None
+    model = mlp()
     twin = copy.deepcopy(model)
     x = torch.randn(3, 4, requires_grad=True)
     x2 = x.detach().clone().requires_grad_(True)
@@ -320,9 +321,10 @@ def test_taps_do_not_change_outputs_or_gradients() -> None:
             out.pow(2).sum().backward()
     out2 = twin(x2)
     out2.pow(2).sum().backward()
+    assert x.grad is not None and x2.grad is not None
     assert torch.equal(out, out2) and torch.equal(x.grad, x2.grad)
     for p, q in zip(model.parameters(), twin.parameters()):
-        assert torch.equal(p.grad, q.grad)
+        assert p.grad is not None and q.grad is not None and torch.equal(p.grad, q.grad)
 
 
 # -- errors ----------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -85,7 +86,7 @@ class Tap:
             if id(module) in tapped:  # already tapped by this tap: one record per call
                 continue
             entry = _Entry(path, module, None, [] if self.reduction is None else None)
-            entry.handle = self._hook(module, lambda value, entry=entry: self._record(entry, value))
+            entry.handle = self._hook(module, partial(self._record, entry))
             self._entries.append(entry)
         return self
 
