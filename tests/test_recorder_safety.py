@@ -23,7 +23,7 @@ def mode_stack_depth() -> int:
 def test_error_names_module_chains_cause_and_keeps_partial_graph() -> None:
     model = zoo.Raises()
     original_call = nn.Module.__call__
-    with pytest.raises(RecordingError, match=r"module 'second\.1' \(Linear\), op 'linear'") as info:
+    with pytest.raises(RecordingError, match=r"module 'second\.1' \(Linear\), op 'linear_1'") as info:
         with Recorder(model):
             model(zoo.x4())
     err = info.value

@@ -1,0 +1,57 @@
+"""tensorview: record any PyTorch forward pass eagerly and draw it as a graph.
+
+The pipeline, one subpackage each:
+
+1. **record** (``tensorview.record``): ``Recorder`` runs the forward with a tensor
+   subclass and a torch-function mode and builds nodes as the ops run;
+2. **graph** (``tensorview.graph``): the recorded IR, tensor/function/module nodes with
+   shapes and module paths, kept whole (all depths, all tensors);
+3. **transform** (``tensorview.transform``): pure functions from the graph to a view
+   (depth collapse, hidden inner tensors, rolled and folded repeats);
+4. **render** (``tensorview.render``): Graphviz DOT, JSON, or a renderer of your own.
+
+>>> import torch, tensorview as tv
+>>> model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU())
+>>> graph = tv.draw_graph(model, input_size=(2, 8))
+>>> [n.name for n in graph.graph.modules()]
+['model', '_0', '_1']
+>>> "digraph" in graph.source
+True
+"""
+
+from . import taps
+from .api import draw_graph, make_dot, record, render_network
+from .drawing import ComputationGraph
+from .errors import (
+    GraphLintError,
+    InvalidInputError,
+    InvalidTypeError,
+    RecordingError,
+    RenderError,
+    TensorviewError,
+)
+from .record import Recorder, RecorderTensor
+from .render import GraphvizStyler, Renderer
+from .transform import ViewOptions
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ComputationGraph",
+    "GraphLintError",
+    "GraphvizStyler",
+    "InvalidInputError",
+    "InvalidTypeError",
+    "Recorder",
+    "RecorderTensor",
+    "RecordingError",
+    "RenderError",
+    "Renderer",
+    "TensorviewError",
+    "ViewOptions",
+    "draw_graph",
+    "make_dot",
+    "record",
+    "render_network",
+    "taps",
+]

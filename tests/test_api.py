@@ -1,0 +1,160 @@
+"""draw_graph: inputs in every form, clear errors, and the caller's model left intact."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import tensorview as tv
+from tensorview.record import is_patched
+
+from .fixtures import models as zoo
+
+
+def test_public_api_is_exact() -> None:
+    assert sorted(tv.__all__) == [
+        "ComputationGraph", "GraphLintError", "GraphvizStyler", "InvalidInputError",
+        "InvalidTypeError", "Recorder", "RecorderTensor", "RecordingError", "RenderError",
+        "Renderer", "TensorviewError", "ViewOptions", "draw_graph", "make_dot", "record",
+        "render_network", "taps",
+    ]
+    for name in tv.__all__:
+        assert getattr(tv, name) is not None
+
+
+def test_graph_package_imports_neither_torch_nor_graphviz() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, importlib.util as u, pathlib\n"
+        "import tensorview.graph\n"
+        "assert 'torch' not in sys.modules and 'graphviz' not in sys.modules, sorted(sys.modules)\n"
+    )
+    # import tensorview.graph without running tensorview/__init__ (which imports torch)
+    stub = (
+        "import sys, types, pathlib\n"
+        "pkg = types.ModuleType('tensorview'); pkg.__path__ = [str(pathlib.Path('tensorview').resolve())]\n"
+        "sys.modules['tensorview'] = pkg\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-c", stub + code], check=True, cwd=root)
+
+
+def test_meta_recording_leaves_the_model_intact() -> None:
+    model = zoo.Buffers().train()
+    hooks_before = (dict(model._forward_hooks), dict(model.fc._forward_pre_hooks))
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    graph = tv.draw_graph(model, input_size=(2, 4), device="meta")
+    assert all(p.device.type == "cpu" for p in model.parameters())
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
+    assert model.training and model.bn.training  # flags restored (recorded in eval)
+    assert (dict(model._forward_hooks), dict(model.fc._forward_pre_hooks)) == hooks_before
+    assert not is_patched()
+    g = graph.graph
+    assert {t.device for t in g.tensors()} == {"meta"}
+    assert [m.path for m in g.modules()] == ["", "bn", "fc"]
+
+
+def test_meta_model_records_tensors_created_in_forward_on_meta() -> None:
+    with torch.device("meta"):
+        model = zoo.CreatesTensors()
+    graph = tv.draw_graph(model, input_size=(2, 3), device="meta")
+    created = {t.name: t.device for t in graph.graph.tensors() if t.role in ("created", "constant")}
+    assert created == {"arange": "meta", "zeros": "meta", "tensor": "meta"}
+
+
+def test_mode_train_and_same() -> None:
+    model = zoo.Buffers().eval()
+    g = tv.draw_graph(model, input_size=(2, 4), mode="train").graph
+    assert any(n.op == "add_" for n in g.functions())  # BatchNorm counts batches in train mode
+    assert not model.training
+    g = tv.draw_graph(model, input_size=(2, 4), mode="same").graph
+    assert not any(n.op == "add_" for n in g.functions())
+
+
+@pytest.mark.parametrize(
+    "kwargs, expected_inputs",
+    [
+        ({"input_data": torch.randn(2, 4)}, ["x"]),
+        ({"input_data": (torch.randn(2, 4), torch.randn(2, 4))}, ["x", "unused"]),
+        ({"input_data": {"x": torch.randn(2, 4), "unused": torch.randn(2, 4)}}, ["x", "unused"]),
+        ({"input_size": [(2, 4), (2, 4)]}, ["x", "unused"]),
+    ],
+)
+def test_input_forms(kwargs: dict[str, Any], expected_inputs: list[str]) -> None:
+    model = zoo.UnusedInput() if len(expected_inputs) == 2 else zoo.InplaceModule()
+    g = tv.draw_graph(model, **kwargs).graph
+    assert [g.nodes[i].name for i in g.inputs] == expected_inputs
+
+
+def test_dtypes_forward_kwargs_and_nested_input_data() -> None:
+    g = tv.draw_graph(zoo.TokenModel(), input_size=(2, 5), dtypes=[torch.long]).graph
+    assert g.nodes[g.inputs[0]].dtype == "int64"
+    mask = torch.zeros(2, 4, dtype=torch.bool)
+    g = tv.draw_graph(zoo.KwargsModel(), input_data=torch.randn(2, 4), mask=mask, scale=2.0).graph
+    assert [g.nodes[i].name for i in g.inputs] == ["x", "mask"]
+    args, _ = zoo.ZOO["nested"][1]()
+    g = tv.draw_graph(zoo.Nested(), input_data=list(args)).graph
+    assert len(g.inputs) == 7
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({}, tv.InvalidInputError, "exactly one of input_size or input_data \\(got neither\\)"),
+        ({"input_size": (1, 4), "input_data": torch.randn(1, 4)}, ValueError, "got both"),
+        ({"input_size": (1, -4)}, tv.InvalidInputError, "negative dimension"),
+        ({"input_size": "1x4"}, tv.InvalidInputError, "bad input_size '1x4'"),
+        ({"input_size": (1, 4), "graph_dir": "XY"}, tv.InvalidInputError, "graph_dir: 'XY' \\(must be one of"),
+        ({"input_size": (1, 4), "mode": "test"}, tv.InvalidInputError, "mode: 'test' \\(must be one of"),
+        ({"input_size": (1, 4), "depth": -1}, tv.InvalidInputError, "depth must be >= 0, got -1"),
+        ({"input_size": [(1, 4)], "dtypes": [torch.long, torch.long]}, tv.InvalidInputError, "2 dtypes"),
+        ({"input_size": (1, 4), "device": "nonsense"}, tv.InvalidInputError, "bad device 'nonsense'"),
+    ],
+)
+def test_bad_input_errors_name_the_value(kwargs: dict[str, Any], error: type, match: str) -> None:
+    model = zoo.InplaceModule()
+    with pytest.raises(error, match=match):
+        tv.draw_graph(model, **kwargs)
+    assert not is_patched()
+
+
+def test_not_a_module() -> None:
+    with pytest.raises(tv.InvalidTypeError, match="needs a torch.nn.Module, got function"):
+        tv.draw_graph(lambda x: x, input_size=(1, 4))  # type: ignore[arg-type]
+
+
+def test_forward_error_through_draw_graph_carries_a_drawable_partial_graph() -> None:
+    model = zoo.Raises()
+    with pytest.raises(tv.RecordingError, match="second.1") as info:
+        tv.draw_graph(model, input_size=(1, 4), device="meta")
+    partial = info.value.graph
+    assert "digraph" in partial.source
+    failed = [n.name for n in partial.graph.nodes if getattr(n, "failed", False)]
+    assert "second_1" in failed
+    assert model.training  # the flags were put back after the failure too
+    assert all(p.device.type == "cpu" for p in model.parameters())
+    assert not is_patched()
+
+
+def test_save_formats_and_json(tmp_path: Path) -> None:
+    graph = tv.draw_graph(zoo.InplaceModule(), input_size=(2, 4))
+    data = graph.to_json()
+    assert data["schema"] == "tensorview.graph" and data["schema_version"] == 1
+    graph.save(tmp_path / "g.json")
+    assert json.loads((tmp_path / "g.json").read_text()) == data
+    graph.save(tmp_path / "g.gv")
+    assert (tmp_path / "g.gv").read_text() == graph.source
+    with pytest.raises(tv.InvalidInputError, match="'bmp'"):
+        graph.save(tmp_path / "g.bmp")
+
+
+def test_save_graph_option(tmp_path: Path) -> None:
+    tv.draw_graph(zoo.InplaceModule(), input_size=(2, 4), save_graph=True, filename="m.gv", directory=str(tmp_path))
+    assert (tmp_path / "m.gv").read_text().startswith(("digraph", "strict digraph", "//"))
