@@ -4,6 +4,8 @@ Every stage is one or two passes over nodes or edges, so a view costs O(nodes + 
 
 from __future__ import annotations
 
+import gc
+
 from ..graph import FUNCTION, MODULE, TENSOR, Graph
 from .edges import edges as view_edges
 from .options import ViewOptions
@@ -18,7 +20,18 @@ FOLD_AUTO_THRESHOLD = 300
 
 def build_view(graph: Graph, options: ViewOptions | None = None) -> View:
     """The view of ``graph`` that ``options`` ask for (see ``ViewOptions``)."""
-    opts = options if options is not None else ViewOptions()
+    # only acyclic plain data is allocated here: pausing the cyclic GC saves its repeated
+    # scans of a big heap (a third of the time on a 200k-node graph)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(graph, options if options is not None else ViewOptions())
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build(graph: Graph, opts: ViewOptions) -> View:
     g = graph
     if not g.nodes:
         return View(g, opts, [], [], [], False)

@@ -21,18 +21,21 @@ Pair = tuple[int, int]
 
 
 def edges(g: Graph, s: Scope, vn: list[int], tv: Tensors, keep_loops: bool) -> list[ViewEdge]:
-    nodes = g.nodes
     box_of = s.box_of
     target, state, home, merged = tv.target, tv.state, tv.home, tv.merged
     explicit: dict[Pair, list[int]] = {}
     implicit: dict[Pair, int] = {}
-
-    def top(n: int) -> bool:  # drawn at its own level (not hidden inside a box)
-        p = nodes[n].parent
-        return p is None or box_of[p] < 0
+    is_tensor = bytearray(len(g.nodes))
+    top = bytearray(len(g.nodes))  # 1: drawn at its own level, not hidden inside a box
+    for node in g.nodes:
+        if node.kind == TENSOR:
+            is_tensor[node.id] = 1
+        else:
+            p = node.parent
+            top[node.id] = p is None or box_of[p] < 0
 
     for order, (a, b) in enumerate(g.edges):
-        if nodes[a].kind == TENSOR:
+        if is_tensor[a]:
             t = target[a]
             if state[t] == NONE:
                 continue
@@ -41,14 +44,14 @@ def edges(g: Graph, s: Scope, vn: list[int], tv: Tensors, keep_loops: bool) -> l
             if v < 0 or (h >= 0 and box_of[b] == h):
                 continue
             pair = (t, v)
-            is_explicit = top(b)
+            is_explicit = top[b]
         else:
             v = vn[a]
             t = target[b]
             if v < 0 or merged[b] or state[t] == NONE:
                 continue
             pair = (v, t)
-            is_explicit = top(a)
+            is_explicit = top[a]
         if is_explicit:
             e = explicit.get(pair)
             if e is None:

@@ -14,7 +14,10 @@ def call_end(g: Graph, m: ModuleNode) -> int:
 
 
 def _io_shapes(g: Graph, m: ModuleNode) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
-    return g.shapes(g.input_tensors(m.id)), g.shapes(g.output_tensors(m.id))
+    nodes = g.nodes  # adjacency lists directly: this runs once per sibling call
+    ins = [nodes[i].shape for i in g._pred[m.id] if nodes[i].kind == TENSOR]  # type: ignore[attr-defined]
+    outs = [nodes[i].shape for i in g._succ[m.id] if nodes[i].kind == TENSOR]  # type: ignore[attr-defined]
+    return ins, outs
 
 
 def same_call(g: Graph, a: ModuleNode, b: ModuleNode) -> bool:
@@ -24,6 +27,7 @@ def same_call(g: Graph, a: ModuleNode, b: ModuleNode) -> bool:
     ea, eb = call_end(g, a), call_end(g, b)
     if ea - a.id != eb - b.id or a.opaque != b.opaque:
         return False
+    g._adjacency()
     if _io_shapes(g, a) != _io_shapes(g, b):
         return False
     nodes = g.nodes
@@ -46,8 +50,9 @@ def same_call(g: Graph, a: ModuleNode, b: ModuleNode) -> bool:
 def fed_by(g: Graph, prev: ModuleNode, cur: ModuleNode) -> bool:
     """Whether ``cur`` takes a tensor that ``prev`` produced (or returned)."""
     end = call_end(g, prev)
-    for t in g.input_tensors(cur.id):
-        if prev.id < t < end or prev.id in g.predecessors(t):
+    pred = g._pred  # filled by same_call, which runs first
+    for t in pred[cur.id]:
+        if prev.id < t < end or prev.id in pred[t]:
             return True
     return False
 
