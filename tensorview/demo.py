@@ -1,7 +1,7 @@
 """Render a small demo model: ``python -m tensorview.demo docs/images/demo.svg``.
 
 The model is a tiny residual CNN (the shape of a ResNet block stack), recorded on the
-``meta`` device so no memory is allocated, drawn at depth 2 with nested boxes."""
+``meta`` device so no memory is allocated, drawn at depth 3 with nested boxes."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
 
     path = argv[1] if len(argv) > 1 else "demo.svg"
     graph = tv.draw_graph(
-        TinyResNet(), input_size=(1, 3, 32, 32), device="meta", depth=2, expand_nested=True
+        TinyResNet(), input_size=(1, 3, 32, 32), device="meta", depth=3, expand_nested=True
     )
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     print(graph.table())
