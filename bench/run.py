@@ -137,8 +137,11 @@ def dot_time(source: str) -> Any:
         )
     except subprocess.TimeoutExpired:
         return f">{DOT_TIMEOUT_S:.0f}"
-    except (subprocess.CalledProcessError, FileNotFoundError) as e:
-        return f"failed: {type(e).__name__}"
+    except subprocess.CalledProcessError as e:
+        why = (e.stderr or b"").decode(errors="replace").strip().splitlines()
+        return f"failed (rc {e.returncode}: {why[-1][:30] if why else 'no message'})"
+    except FileNotFoundError:
+        return "failed (no dot program)"
     return time.perf_counter() - t0
 
 
