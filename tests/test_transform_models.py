@@ -159,3 +159,15 @@ def test_200k_node_graph_view_is_fast() -> None:
     v = build_view(g)
     assert time.perf_counter() - t < 5  # about 0.5 s here; generous for slow CI machines
     assert len(v.nodes) == 3
+
+
+def test_alternating_layers_fold_as_a_repeated_group() -> None:
+    model = nn.Sequential(*[m for _ in range(6) for m in (nn.Linear(4, 4), nn.ReLU())], nn.Linear(4, 2))
+    cg = record(model, torch.randn(1, 4))
+    v = check(build_view(cg.graph, ViewOptions(fold=True)))
+    assert [n.name for n in v.nodes if n.kind == "module"] == ["_0", "_12"]
+    box = v.node("_0")
+    assert box.period == 2 and box.folded == 6 and len(box.members) == 12
+    assert "0–11: Linear, ReLU ×6\\n(1, 4) → (1, 4)" in cg.view(fold=True).source
+    assert v.edge_names() == [("input", "_0", 1), ("_0", "_12", 1), ("_12", "linear_6_out", 1)]
+    assert len(check(build_view(cg.graph, ViewOptions(fold=False))).nodes) == 15

@@ -53,7 +53,9 @@ def module_title(g: Graph, node: ViewNode) -> str:
     cls = ir.cls_name  # type: ignore[attr-defined]
     if node.members:
         paths = [g.nodes[m].path for m in node.members]
-        return f"{span(paths)}: {cls} ×{len(paths)}"
+        if node.period > 1:
+            cls = ", ".join(g.nodes[m].cls_name for m in node.members[: node.period])  # type: ignore[attr-defined]
+        return f"{span(paths)}: {cls} ×{node.folded}"
     return f"{ir.path}: {cls}" if ir.path else cls
 
 

@@ -82,6 +82,7 @@ def _nodes(g: Graph, s: Scope, canon: list[int], vn: list[int], state: bytearray
         v = out[i] = ViewNode(node, canon[cl] if cl >= 0 else None)
         if kind == MODULE and i in s.members:
             v.members = s.members[i]
+            v.period = s.period[i]
     return out
 
 

@@ -57,26 +57,36 @@ def fed_by(g: Graph, prev: ModuleNode, cur: ModuleNode) -> bool:
     return False
 
 
-def runs(g: Graph, kids: list[int]) -> list[list[int]]:
-    """Runs (length >= 2) of foldable calls among one module's direct children ``kids``
-    (module and function ids in execution order; a function between two calls breaks a run)."""
+#: longest repeated group of sibling calls that folds (``Linear, ReLU`` repeats: period 2)
+MAX_PERIOD = 4
+
+
+def runs(g: Graph, kids: list[int]) -> list[tuple[list[int], int]]:
+    """Foldable runs among one module's direct children ``kids`` (module and function ids
+    in execution order; a function between two calls breaks a run), as ``(calls, period)``:
+    a group of ``period`` consecutive calls repeated at least twice, each call the same
+    computation as the one ``period`` places before and fed by its predecessor."""
     nodes = g.nodes
-    out: list[list[int]] = []
-    run: list[int] = []
-    prev: ModuleNode | None = None
-    for k in kids:
-        node = nodes[k]
-        if node.kind != MODULE:
-            prev = None
-        elif prev is not None and same_call(g, prev, node) and fed_by(g, prev, node):  # type: ignore[arg-type]
-            run.append(k)
-            prev = node  # type: ignore[assignment]
+    out: list[tuple[list[int], int]] = []
+    segment: list[ModuleNode] = []
+    for k in kids + [-1]:
+        if k >= 0 and nodes[k].kind == MODULE:
+            segment.append(nodes[k])  # type: ignore[arg-type]
             continue
-        else:
-            prev = node  # type: ignore[assignment]
-        if len(run) >= 2:
-            out.append(run)
-        run = [k] if node.kind == MODULE else []
-    if len(run) >= 2:
-        out.append(run)
+        i = 0
+        while i < len(segment):
+            best, best_len = 0, 0
+            for p in range(1, MAX_PERIOD + 1):
+                j = i + p
+                while j < len(segment) and same_call(g, segment[j - p], segment[j]) and fed_by(g, segment[j - 1], segment[j]):
+                    j += 1
+                covered = (j - i) // p * p
+                if covered >= 2 * p and covered > best_len:
+                    best, best_len = p, covered
+            if best:
+                out.append(([m.id for m in segment[i:i + best_len]], best))
+                i += best_len
+            else:
+                i += 1
+        segment = []
     return out

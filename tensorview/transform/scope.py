@@ -3,8 +3,9 @@
 One pass over the nodes in execution order (a parent always comes before its children):
 a call is a box when it reaches ``depth``, has nothing recorded inside (opaque), or is a
 ``torch.nn`` builtin with ``hide_module_functions``; shallower calls are opened; anything
-inside a box is hidden in it.  With fold, runs of identical sibling calls found when
-their parent is opened become one box (the first member stands for the run).
+inside a box is hidden in it.  With fold, runs of identical sibling calls (or of a
+repeated group of up to four calls, such as ``Linear, ReLU``) found when their parent is
+opened become one box (the first member stands for the run).
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ class Scope:
     itself when opened, -1 for the top level.  ``members``: fold head -> the run's calls.
     ``visible``: how many functions and boxes are drawn."""
 
-    __slots__ = ("box_of", "opened", "region", "members", "visible")
+    __slots__ = ("box_of", "opened", "region", "members", "period", "visible")
 
     def __init__(self, n: int) -> None:
         self.box_of = [-1] * n
         self.opened = bytearray(n)
         self.region = [-1] * n
         self.members: dict[int, tuple[int, ...]] = {}
+        self.period: dict[int, int] = {}  # fold head -> calls per repeated group
         self.visible = 0
 
 
@@ -96,7 +98,8 @@ def scope(g: Graph, opts: ViewOptions, fold: bool) -> Scope:
 
 
 def _fold_children(g: Graph, s: Scope, kids: dict[int, list[int]], m: int, head_of: dict[int, int]) -> None:
-    for run in runs(g, kids.get(m, [])) if kids else ():
+    for run, period in runs(g, kids.get(m, [])) if kids else ():
         s.members[run[0]] = tuple(run)
+        s.period[run[0]] = period
         for k in run[1:]:
             head_of[k] = run[0]

@@ -18,12 +18,13 @@ class ViewNode:
     drawn as a box).  ``id`` is the IR node's id, so it is unique within a view.
 
     ``calls``: how many calls were rolled into this node (``roll=True``); ``members``:
-    the module calls folded into this box (``fold``), first to last, else empty.
+    the module calls folded into this box (``fold``), first to last, else empty;
+    ``period``: how many calls make one repeated group of the fold.
     ``cluster``: id of the innermost opened module drawn around it (``expand_nested``).
     ``index``: position in the view's execution order (0-based).
     """
 
-    __slots__ = ("id", "ir", "kind", "order", "index", "cluster", "calls", "members", "is_input", "is_output")
+    __slots__ = ("id", "ir", "kind", "order", "index", "cluster", "calls", "members", "period", "is_input", "is_output")
 
     def __init__(self, ir: Node, cluster: int | None = None) -> None:
         self.id = ir.id
@@ -34,6 +35,7 @@ class ViewNode:
         self.cluster = cluster
         self.calls = 1
         self.members: tuple[int, ...] = ()
+        self.period = 1  # calls per repeated group of a fold (2 for Linear, ReLU, Linear, ReLU...)
         self.is_input = False
         self.is_output = False
 
@@ -43,8 +45,8 @@ class ViewNode:
 
     @property
     def folded(self) -> int:
-        """How many module calls this box stands for (1 unless folded)."""
-        return len(self.members) or 1
+        """How many repeats this box stands for (1 unless folded)."""
+        return len(self.members) // self.period or 1
 
     def __repr__(self) -> str:
         extra = f" ×{self.folded}" if self.members else ""
