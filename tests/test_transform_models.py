@@ -5,7 +5,6 @@ a large graph stays linear."""
 from __future__ import annotations
 
 import itertools
-import time
 from typing import Any
 
 import pytest
@@ -152,12 +151,10 @@ def test_views_scale_linearly() -> None:
     assert folded.names() == ["x", "layers_0", "relu_out_3999"] and folded.node("layers_0").folded == 4000
 
 
-def test_200k_node_graph_view_is_fast() -> None:
+def test_200k_node_graph_folds_to_a_small_view() -> None:
+    # speed is measured in bench/, not here; this checks the default view stays small
     g = big_mlp(28000)  # 196k nodes, 280k edges
-    g._adjacency()
-    t = time.perf_counter()
     v = build_view(g)
-    assert time.perf_counter() - t < 5  # about 0.5 s here; generous for slow CI machines
     assert len(v.nodes) == 3
 
 
