@@ -83,6 +83,9 @@ _QUERIES = frozenset(
     + [getattr(_Tensor, n).__get__ for n in _QUERY_PROPERTIES if hasattr(getattr(_Tensor, n, None), "__get__")]
 )
 
+#: attributes every nn.Module has (hooks, parameter dicts...): never holds recorded tensors
+_MODULE_ATTRS = frozenset(nn.Module().__dict__)
+
 _DTYPE_NAMES: dict[Any, str] = {}
 _DEVICE_NAMES: dict[Any, str] = {}
 
@@ -231,7 +234,7 @@ class Session:
         if hit is None:  # mutated where we could not see (inside an opaque module): keep the node
             return node
         fn = self.graph.nodes[hit[1]]
-        new = self._new_tensor(t, node.name, "intermediate", self.graph.nodes[fn.parent])  # type: ignore[arg-type]
+        new = self._new_tensor(t, fn.name + "_out", "intermediate", self.graph.nodes[fn.parent])  # type: ignore[arg-type]
         self.graph.edges.append((fn.id, new.id))
         return new
 
@@ -493,7 +496,7 @@ class Session:
                     edges.append((m.id, node.id))
                     return t
                 # passed through unchanged: an alias node standing for the outer tensor
-                alias = self._new_tensor(t, node.name, "intermediate", parent, copy_of=node.id)  # type: ignore[arg-type]
+                alias = self._new_tensor(t, m.name + "_out", "intermediate", parent, copy_of=node.id)  # type: ignore[arg-type]
                 edges.append((m.id, alias.id))
                 plain = t.as_subclass(_Tensor) if type(t) is _RT else t
                 if type(plain) is _Tensor and plain.layout == torch.strided:
@@ -556,7 +559,11 @@ class Session:
 
         strip_in_place((args, kwargs), is_ours, plain)
         for m in module.modules():
-            strip_in_place(m.__dict__, is_ours, plain, objects=False)
+            d = m.__dict__
+            for k in d.keys() - _MODULE_ATTRS:  # only what the model itself stored
+                v = d[k]
+                if isinstance(v, (_Tensor, list, tuple, dict)):
+                    d[k] = strip_in_place(v, is_ours, plain, objects=False)
 
     def _wrap_inputs(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         try:

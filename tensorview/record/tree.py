@@ -76,13 +76,14 @@ _ATOMS = (str, bytes, int, float, bool, complex, type(None), type, torch.dtype, 
 _MODULE_INTERNALS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"})
 
 
-def strip_in_place(obj: Any, is_ours: Callable[[Any], bool], fix: Callable[[Any], Any], *, objects: bool = True) -> None:
+def strip_in_place(obj: Any, is_ours: Callable[[Any], bool], fix: Callable[[Any], Any], *, objects: bool = True) -> Any:
     """Replace, in place, every tensor ``t`` with ``is_ours(t)`` found in mutable containers
     and object attributes reachable from ``obj`` by ``fix(t)``; tuples holding one are
     rebuilt and put back in their parent.  Used so no recorded tensor survives in a cache
     object a model returned or updated, or in an attribute a forward stored on a module.
-    ``objects=False`` walks only lists, dicts and tuples (not arbitrary objects)."""
-    _strip(obj, is_ours, fix, objects, set(), 0)
+    ``objects=False`` walks only lists, dicts and tuples (not arbitrary objects).
+    Returns ``obj``, or its replacement when ``obj`` itself is a tensor or a tuple."""
+    return _strip(obj, is_ours, fix, objects, set(), 0)
 
 
 def _strip(obj: Any, is_ours: Callable[[Any], bool], fix: Callable[[Any], Any], objects: bool, seen: set[int], depth: int) -> Any:
