@@ -34,7 +34,9 @@ from .names import op_name
 from .tensor import RecorderTensor, _tls
 from .tree import map_tensors, strip_in_place
 
-_Disable = torch._C.DisableTorchFunctionSubclass
+#: switches off both our mode and subclass dispatch for our own bookkeeping (property reads
+#: such as ``t._version`` would otherwise re-enter the mode)
+_Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
 _Parameter = nn.Parameter
 _RT = RecorderTensor
