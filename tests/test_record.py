@@ -374,3 +374,19 @@ def test_no_recorder_tensor_escapes_into_objects_or_modules() -> None:
     assert all(type(t) is torch.Tensor for t in held)
     assert torch.equal(out["cache"].keys[0], out["y"] + 1)
     assert [g.nodes[i].name for i in g.outputs] == ["linear_out", "add_out"]  # the returned cache too
+
+
+def test_iterating_a_tensor_records_its_rows() -> None:
+    class Rows(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.stack([row * 2 for row in x])
+
+    x = zoo.x4()
+    out, g = record(Rows(), (x,))
+    assert torch.equal(out, x * 2)
+    unbind = only(fn_nodes(g, "unbind"))
+    assert inputs_of(g, unbind.id) == g.inputs
+    rows = g.output_tensors(unbind.id)
+    muls = fn_nodes(g, "mul")
+    assert [inputs_of(g, m.id) for m in muls] == [[r] for r in rows]
+    assert not [t for t in g.tensors() if t.role == "constant"]

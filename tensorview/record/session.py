@@ -72,7 +72,7 @@ _QUERY_METHODS = (
     "size", "dim", "numel", "stride", "element_size", "is_contiguous", "is_floating_point",
     "is_complex", "data_ptr", "__len__", "__bool__", "__int__", "__float__", "__index__",
     "item", "tolist", "__format__", "__repr__", "__hash__", "storage_offset", "get_device",
-    "nelement", "ndimension", "__contains__", "__iter__", "__reduce_ex__", "__deepcopy__",
+    "nelement", "ndimension", "__contains__", "__reduce_ex__", "__deepcopy__",
     "untyped_storage", "is_set_to", "is_inference", "__array__", "numpy",
 )
 _QUERY_PROPERTIES = (
@@ -87,6 +87,8 @@ _QUERIES = frozenset(
 
 #: attributes every nn.Module has (hooks, parameter dicts...): never holds recorded tensors
 _MODULE_ATTRS = frozenset(nn.Module().__dict__)
+
+_TENSOR_ITER = _Tensor.__iter__
 
 _DTYPE_NAMES: dict[Any, str] = {}
 _DEVICE_NAMES: dict[Any, str] = {}
@@ -248,6 +250,8 @@ class Session:
         if func in _QUERIES:
             with _Disable():
                 return func(*args, **kwargs)
+        if func is _TENSOR_ITER:  # ``for row in x``: the rows are recorded, as unbind's results
+            return iter(self._op(_Tensor.unbind, (args[0], 0), {}))
         if func in FACTORIES and not (
             func in _DEVICE_FACTORIES and args and isinstance(args[0], _Tensor)
         ):  # torch.as_tensor(t) of a tensor is an op on t, not a new source
@@ -522,11 +526,12 @@ class Session:
         with _Disable():
             root = self._new_module(module, "", None)
             g.root = root.id
-            self.stack.append(_Frame(module, root))
-            args, kwargs = self._wrap_inputs(module, args, kwargs)
+        self.stack.append(_Frame(module, root))
         self.running = True
         self._mode.__enter__()
         try:
+            with _Disable():
+                args, kwargs = self._wrap_inputs(module, args, kwargs)
             out = call(module, *args, **kwargs)
             with _Disable():
                 out = self._leave(root, out)
