@@ -158,3 +158,18 @@ def test_save_formats_and_json(tmp_path: Path) -> None:
 def test_save_graph_option(tmp_path: Path) -> None:
     tv.draw_graph(zoo.InplaceModule(), input_size=(2, 4), save_graph=True, filename="m.gv", directory=str(tmp_path))
     assert (tmp_path / "m.gv").read_text().startswith(("digraph", "strict digraph", "//"))
+
+
+def test_torchrecorder_style_record_make_dot_and_render_network(tmp_path: Path) -> None:
+    model = zoo.InplaceModule()
+    graph = tv.record(model, "net", (2, 4))
+    assert graph.options.graph_name == "net" and graph.options.depth == 256
+    assert [m.path for m in graph.graph.modules()] == ["", "fc", "act", "out"]
+    dot = tv.make_dot(graph, render_depth=1, fontname="Helvetica")
+    assert "fc: Linear" in dot.source and "fontname=Helvetica" in dot.source
+    path = tv.render_network(model, "net", (2, 4), str(tmp_path), fmt="svg", render_depth=1)
+    assert path.endswith("net.svg") and Path(path).read_text().lstrip().startswith("<?xml")
+    gv = tv.render_network(model, "net", None, str(tmp_path), filename="src", fmt="gv", input_data=torch.randn(2, 4))
+    assert Path(gv).read_text().startswith(dot.source.splitlines()[0][:7])
+    with pytest.raises(tv.InvalidInputError, match="bad fmt"):
+        tv.render_network(model, "net", (2, 4), str(tmp_path), fmt="")
