@@ -270,7 +270,7 @@ class Session:
         return self._bind(out, node)
 
     def _op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        # collect the tensor arguments (one level into lists/tuples: cat, stack, einsum...)
+        # the tensor arguments, looking one level into lists/tuples (cat, stack, einsum...)
         ins: list[torch.Tensor] = []
         recorded = False
         foreign = False
@@ -278,27 +278,17 @@ class Session:
         params = self.param_names
         for a in (*args, *kwargs.values()) if kwargs else args:
             ta = type(a)
-            if ta is _RT:
-                ins.append(a)
-                recorded = True
-            elif ta is list or ta is tuple:
-                for b in a:
-                    tb = type(b)
-                    if tb is _RT:
-                        ins.append(b)
-                        recorded = True
-                    elif isinstance(b, _Tensor):
-                        ins.append(b)
-                        if id(b) in sources or id(b) in params:
-                            recorded = True
-                        if tb not in _PLAIN_TYPES:
-                            foreign = True
-            elif isinstance(a, _Tensor):
-                ins.append(a)
-                if id(a) in sources or id(a) in params:
+            for b in a if ta is list or ta is tuple else (a,):
+                tb = type(b)
+                if tb is _RT:
+                    ins.append(b)
                     recorded = True
-                if ta not in _PLAIN_TYPES:
-                    foreign = True
+                elif isinstance(b, _Tensor):
+                    ins.append(b)
+                    if id(b) in sources or id(b) in params:
+                        recorded = True
+                    if tb not in _PLAIN_TYPES:
+                        foreign = True
         if not recorded:
             return func(*args, **kwargs)
 
