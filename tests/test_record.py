@@ -390,3 +390,56 @@ def test_iterating_a_tensor_records_its_rows() -> None:
     muls = fn_nodes(g, "mul")
     assert [inputs_of(g, m.id) for m in muls] == [[r] for r in rows]
     assert not [t for t in g.tensors() if t.role == "constant"]
+
+
+class RepeatedMutations(nn.Module):
+    """The same in-place patterns three times, so the meta replay cache is hit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([zoo.InplaceOnView(), zoo.AugmentedAssign(), zoo.InplaceMethods()] * 3)
+
+    def forward(self, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+            y = x.clone()
+            y[:, :2] = z  # setitem: a version bump without a tensor result
+            x = x + y.transpose(0, 1).transpose(0, 1).contiguous()
+        return x.split(2, dim=1)[0]
+
+
+META_ZOO = sorted(set(zoo.ZOO) - {"sparse", "other_subclass", "complex", "scripted", "control_flow"})
+
+
+@pytest.mark.parametrize("name", META_ZOO + ["repeated_mutations"])
+def test_meta_replay_gives_the_same_graph(name: str) -> None:
+    if name == "repeated_mutations":
+        make_model, make_inputs = RepeatedMutations, lambda: ((zoo.x4(), torch.randn(2, 2)), {})
+    else:
+        make_model, make_inputs = zoo.ZOO[name]
+    with torch.device("meta"):
+        model = make_model().eval()
+    args, kwargs = make_inputs()
+    to_meta = lambda v: v.to("meta") if isinstance(v, torch.Tensor) else v  # noqa: E731
+    from tensorview.record.tree import map_tensors
+
+    args = map_tensors(args, to_meta)
+    kwargs = map_tensors(kwargs, to_meta)
+    graphs, outs, hits = [], [], []
+    for replay in (True, False):
+        with torch.no_grad(), Recorder(model, meta_replay=replay) as rec:  # as draw_graph runs
+            outs.append(model(*args, **kwargs))
+        graphs.append(rec._session.graph.to_dict())
+        hits.append(rec._session.meta_hits)
+    if name == "repeated_mutations":
+        assert hits[0] > 20  # the repeats were replayed, not run
+    assert hits[1] == 0
+    assert graphs[0] == graphs[1]
+    flat = [[(t.shape, t.stride(), t.dtype) for t in _flat(o)] for o in outs]
+    assert flat[0] == flat[1]
+
+
+def _flat(obj: Any) -> list[torch.Tensor]:
+    from tensorview.record.session import _flat_tensors
+
+    return _flat_tensors(obj)

@@ -26,12 +26,10 @@ import pytest
 import torch
 from torch import nn
 
-pytest.importorskip("transformers")  # a dev dependency: `make test` installs it
+import transformers  # a dev dependency: `make test` installs it
 
-import transformers  # noqa: E402
-
-from tensorview.graph import Graph  # noqa: E402
-from tensorview.record import Recorder  # noqa: E402
+from tensorview.graph import Graph
+from tensorview.record import Recorder
 
 Inputs = Callable[[str], dict[str, torch.Tensor]]
 
@@ -244,8 +242,8 @@ def module_calls(model: nn.Module, inputs: dict[str, torch.Tensor]) -> tuple[lis
     return seen[1:], out
 
 
-def record(model: nn.Module, inputs: dict[str, torch.Tensor]) -> tuple[Any, Graph]:
-    with torch.no_grad(), Recorder(model) as rec:
+def record(model: nn.Module, inputs: dict[str, torch.Tensor], **options: Any) -> tuple[Any, Graph]:
+    with torch.no_grad(), Recorder(model, **options) as rec:
         out = model(**inputs)
     assert rec._session is not None
     return out, rec._session.graph
@@ -315,6 +313,12 @@ def test_meta(arch: Arch) -> None:
     assert [tuple(t.shape) for t in flat_tensors(out)] == [tuple(t.shape) for t in flat_tensors(plain)]
     check_structure(arch, g, calls, inputs, out)
     assert {t.device for t in g.tensors()} == {"meta"}
+    # replayed shapes (the default on meta) give exactly the graph that running every op gives
+    out_ran, g_ran = record(model, inputs, meta_replay=False)
+    assert g.to_dict() == g_ran.to_dict()
+    assert [(t.shape, t.stride()) for t in flat_tensors(out, objects=True)] == [
+        (t.shape, t.stride()) for t in flat_tensors(out_ran, objects=True)
+    ]
 
 
 def test_moe_meta_needs_the_batched_kernel() -> None:

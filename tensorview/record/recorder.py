@@ -44,10 +44,15 @@ class Recorder:
     The output is a plain tensor with the same values as without recording; the model is
     left as it was (no hook, no patch remains, also when ``forward`` raises).  ``device``
     is where tensors made inside ``forward`` without an explicit device are put (default:
-    the device of the first input, when that is not the CPU).
+    the device of the first input, when that is not the CPU).  ``meta_replay``: on the
+    meta device, ops already seen with the same argument shapes are not run again; their
+    results' metadata is replayed (see record/metacache.py), which makes recording large
+    meta models several times faster.  Graphs are the same either way.
     """
 
-    def __init__(self, model: nn.Module, *, device: Any = None, graph_options: Any = None) -> None:
+    def __init__(
+        self, model: nn.Module, *, device: Any = None, graph_options: Any = None, meta_replay: bool = True
+    ) -> None:
         if not isinstance(model, nn.Module):
             raise InvalidTypeError(
                 f"Recorder needs a torch.nn.Module, got {type(model).__name__}: {model!r:.80}"
@@ -55,13 +60,14 @@ class Recorder:
         self.model = model
         self.device = device
         self.graph_options = graph_options
+        self.meta_replay = meta_replay
         self._session: Session | None = None
         self._previous: Any = None
 
     def __enter__(self) -> Recorder:
         if current_session() is not None:
             raise TensorviewError("a Recorder is already active in this thread; recorders do not nest")
-        self._session = Session(self.model, device=self.device)
+        self._session = Session(self.model, device=self.device, meta_replay=self.meta_replay)
         MODULE_CALL.acquire()
         _tls.session = self._session
         return self

@@ -30,6 +30,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from ..graph import SOURCE_ROLES, FunctionNode, Graph, ModuleNode, TensorNode
+from .metacache import MISS, key_of, replay, template_of
 from .names import op_name
 from .tensor import RecorderTensor, _tls
 from .tree import map_tensors, strip_in_place
@@ -146,8 +147,11 @@ class _Frame:
 class Session:
     """All state of one recording of one model (one object, no globals)."""
 
-    def __init__(self, model: nn.Module, *, device: Any = None) -> None:
+    def __init__(self, model: nn.Module, *, device: Any = None, meta_replay: bool = True) -> None:
         self.model = model
+        #: (op, argument metadata) -> how to replay its results on meta (see metacache.py)
+        self.meta_cache: dict[Any, Any] | None = {} if meta_replay else None
+        self.meta_hits = 0
         self.device = torch.device(device) if device is not None else None
         self.graph = Graph()
         self.thread = threading.get_ident()
@@ -306,9 +310,11 @@ class Session:
         try:
             if foreign:
                 out = self._call_foreign(func, args, kwargs)
-            else:
+            elif self.meta_cache is None:
                 with _Disable():
                     out = func(*args, **kwargs)
+            else:
+                out = self._call_meta_cached(func, args, kwargs, ins)
         except BaseException:
             fn.failed = True
             if self.failure is None:
@@ -316,6 +322,24 @@ class Session:
             raise
         with _Disable():
             return self._after_op(out, fn, ins, in_nodes, scope)
+
+    def _call_meta_cached(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ins: list[torch.Tensor]) -> Any:
+        cache = self.meta_cache
+        assert cache is not None
+        with _Disable():
+            key = key_of(func, args, kwargs)
+            if key is None:
+                return func(*args, **kwargs)
+            template = cache.get(key)
+            if template is not None and template is not MISS:
+                self.meta_hits += 1
+                return replay(template, ins)
+            if template is MISS:
+                return func(*args, **kwargs)
+            before = [_version(t) for t in ins]
+            out = func(*args, **kwargs)
+            cache[key] = template_of(out, ins, before)
+            return out
 
     def _after_op(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], in_nodes: list[TensorNode], scope: ModuleNode) -> Any:
         sources = self.sources

@@ -1,0 +1,147 @@
+"""Shape replay for the ``meta`` device.
+
+On ``meta`` an op computes nothing but the metadata of its results, yet torch's meta
+kernels are slow (often 100+ µs an op, most of a meta forward).  A model repeats the
+same ops on the same shapes again and again (80 identical decoder layers), so the
+recorder keeps, per recording, what each (op, argument metadata) produced and replays it:
+
+* a result that is a new tensor is made with ``torch.empty_strided`` (same shape, strides,
+  dtype);
+* a result that is a view of an argument is made with ``as_strided`` on that argument, so
+  it shares the argument's storage and version counter, as the real view would;
+* a result that is an argument itself is that argument;
+* an argument the op mutated gets its version counter bumped as often as the op did.
+
+Anything outside what this can reproduce is simply not cached and runs for real: tensors
+not on meta or not strided, complex or quantized dtypes (conjugate/negative bits),
+tensors that need grad while grad mode is on, arguments other than plain values (numbers,
+strings, dtypes, devices, slices and tuples of them), views that change dtype or alias
+something other than an argument, and results other than tensors and plain values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+_Tensor = torch.Tensor
+_increment_version = torch.autograd.graph.increment_version
+_ATOMS = (int, float, bool, str, type(None), type(Ellipsis), torch.dtype, torch.device,
+          torch.memory_format, torch.layout)
+_STRIDED = torch.strided
+
+#: key -> template, or MISS when the op's results cannot be replayed
+MISS = object()
+
+
+def key_of(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A hashable description of the call, or None when it must not be cached."""
+    parts: list[Any] = [func, torch.is_grad_enabled(), torch.is_autocast_enabled()]
+    for a in args:
+        if not _describe(a, parts, 0):
+            return None
+    for k, v in kwargs.items():
+        parts.append(k)
+        if not _describe(v, parts, 0):
+            return None
+    return tuple(parts)
+
+
+def _describe(a: Any, parts: list[Any], depth: int) -> bool:
+    if isinstance(a, _Tensor):
+        if not a.is_meta or a.layout != _STRIDED or a.is_complex() or a.is_quantized:
+            return False
+        if a.requires_grad and torch.is_grad_enabled():
+            return False
+        parts.append((a.shape, a.stride(), a.storage_offset(), a.dtype))
+        return True
+    ta = type(a)
+    if ta in _ATOMS:
+        parts.append((ta, a))
+        return True
+    if ta is slice:
+        parts.append(("slice",))
+        return all(_describe(x, parts, depth + 1) for x in (a.start, a.stop, a.step))
+    if (ta is tuple or ta is list or ta is torch.Size) and depth < 4:
+        parts.append((ta, len(a)))
+        return all(_describe(x, parts, depth + 1) for x in a)
+    return False
+
+
+def _root(t: _Tensor) -> _Tensor:
+    b = t._base
+    return t if b is None else b
+
+
+def template_of(out: Any, ins: list[_Tensor], before: list[int]) -> Any:
+    """How to replay ``out`` (the op's result) from the arguments ``ins``; MISS if not."""
+    roots = [_root(t) for t in ins]
+    bumps = tuple((i, t._version - v) for i, (t, v) in enumerate(zip(ins, before)) if t._version != v)
+    if any(d < 0 for _, d in bumps):
+        return MISS
+    if isinstance(out, _Tensor):
+        one = _one(out, ins, roots)
+        return MISS if one is MISS else ("tensor", one, bumps)
+    if type(out) in _ATOMS:
+        return ("atom", out, bumps)
+    if type(out) in (tuple, list) or type(out).__module__ == "torch.return_types":
+        items = []
+        for o in out:
+            if isinstance(o, _Tensor):
+                one = _one(o, ins, roots)
+                if one is MISS:
+                    return MISS
+                items.append(one)
+            elif type(o) in _ATOMS:
+                items.append(("atom", o))
+            else:
+                return MISS
+        return ("seq", type(out), tuple(items), bumps)
+    return MISS
+
+
+def _one(o: _Tensor, ins: list[_Tensor], roots: list[_Tensor]) -> Any:
+    if not o.is_meta or o.layout != _STRIDED or o.is_complex() or o.requires_grad:
+        return MISS
+    for i, t in enumerate(ins):
+        if o is t:
+            return ("same", i)
+    shape, stride, offset, dtype = tuple(o.shape), o.stride(), o.storage_offset(), o.dtype
+    if o._is_view():
+        base = o._base
+        for i, r in enumerate(roots):
+            if base is r:
+                if ins[i].dtype != dtype:
+                    return MISS
+                return ("view", i, shape, stride, offset)
+        return MISS
+    if offset != 0:
+        return MISS
+    return ("new", shape, stride, dtype)
+
+
+def replay(template: Any, ins: list[_Tensor]) -> Any:
+    """The op's result again, made from ``ins`` without running the op."""
+    kind = template[0]
+    for i, d in template[-1]:
+        for _ in range(d):
+            _increment_version(ins[i])
+    if kind == "tensor":
+        return _make(template[1], ins)
+    if kind == "atom":
+        return template[1]
+    t, items = template[1], template[2]
+    values = [it[1] if it[0] == "atom" else _make(it, ins) for it in items]
+    if t is tuple or t is list:
+        return t(values)
+    return t(values)  # torch.return_types structseqs take one sequence
+
+
+def _make(spec: tuple[Any, ...], ins: list[_Tensor]) -> _Tensor:
+    kind = spec[0]
+    if kind == "same":
+        return ins[spec[1]]
+    if kind == "view":
+        return ins[spec[1]].as_strided(spec[2], spec[3], spec[4])
+    return torch.empty_strided(spec[1], spec[2], dtype=spec[3], device="meta")
