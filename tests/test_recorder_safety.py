@@ -140,3 +140,27 @@ def test_foreign_patch_of_module_call_is_not_clobbered() -> None:
         assert type(out) is torch.Tensor and seen[0] == "Shared"
     finally:
         nn.Module.__call__ = original
+
+
+def test_an_error_caught_inside_forward_is_not_a_recording_error() -> None:
+    class Fallback(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fast = nn.Linear(5, 4)  # wrong size: raises
+            self.slow = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            try:
+                return self.fast(x)
+            except RuntimeError:
+                return self.slow(x)
+
+    model = Fallback()
+    with Recorder(model) as rec:
+        out = model(zoo.x4())
+    assert out.shape == (2, 4)
+    g = rec._session.graph
+    assert g.error is None
+    assert [m.path for m in g.modules() if m.failed] == ["fast"]  # it did fail, and is shown so
+    assert g.nodes[g.outputs[0]].path == "slow"
+    rec.graph  # drawable
