@@ -392,7 +392,10 @@ def main() -> None:
             f"{DOT_TIMEOUT_S:.0f} s).\n"
             "- Transformers models are full-size configs built on meta with inputs on meta (sequence length "
             "128, 32 decoder tokens for T5); the MLPs run on the CPU with 4x4 layers, because a meta op costs "
-            "~350 us of dispatch here and would hide the recording overhead.\n\n"
+            "~350 us of dispatch here and would hide the recording overhead.\n"
+            "- On meta, Recorder is faster than the plain forward because it replays the results of ops it "
+            "has already seen with the same argument metadata instead of rerunning torch's slow meta kernels "
+            "(docs/recording.md, `meta_replay`); torchview and the plain forward run every kernel.\n\n"
             f"Machine: {machine()}.  Total run time {total:.0f} s.\n\n"
             + md_table(cells)
             + "\n## Targets (issue 4)\n\n"
