@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import itertools
 import threading
 from typing import Any, Callable
 
@@ -383,25 +384,10 @@ class Session:
         return map_tensors(out, lambda t: back.get(id(t), t))
 
     def _wrap_outputs(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], mutated: dict[int, TensorNode]) -> Any:
-        t_out = type(out)
-        if t_out is _RT or t_out is _Tensor:
-            return self._wrap_one(out, fn, 0, ins, mutated)
-        if t_out is tuple or t_out is list or isinstance(out, tuple):
-            if not any(isinstance(o, _Tensor) for o in out):
-                return out
-            items = [
-                self._wrap_one(o, fn, i, ins, mutated) if isinstance(o, _Tensor) else o
-                for i, o in enumerate(out)
-            ]
-            if t_out is tuple or t_out is list:
-                return t_out(items)
-            try:  # torch.return_types structseqs and namedtuples
-                return t_out(items)
-            except TypeError:
-                return t_out(*items)
         if isinstance(out, _Tensor):
             return self._wrap_one(out, fn, 0, ins, mutated)
-        return out
+        index = itertools.count()  # split, chunk, max(dim=...): one result node each, in order
+        return map_tensors(out, lambda o: self._wrap_one(o, fn, next(index), ins, mutated))
 
     def _wrap_one(self, o: torch.Tensor, fn: FunctionNode, i: int, ins: list[torch.Tensor], mutated: dict[int, TensorNode]) -> torch.Tensor:
         if id(o) in mutated:  # in-place op returning its argument: the new version
