@@ -17,7 +17,7 @@ import graphviz
 from .errors import RenderError, choices_error
 from .graph import Graph, Node, TensorNode
 from .graph.listing import fmt_shapes
-from .render import DotRenderer, GraphvizStyler, run_dot
+from .render import DotRenderer, GraphvizStyler, render_digraph, run_dot
 from .transform import View, ViewOptions, build_view
 
 SAVE_FORMATS = ("svg", "png", "pdf", "gv", "dot", "json")
@@ -84,13 +84,8 @@ class ComputationGraph:
         if fmt == "json":
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(self.to_json(), f, indent=1, sort_keys=False)
-        elif fmt in ("gv", "dot"):
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(self.source)
         else:
-            data = self.svg().encode("utf-8") if fmt == "svg" else run_dot(self.source, fmt)
-            with open(path, "wb") as f:
-                f.write(data)
+            render_digraph(self.source, path, fmt)
         return path
 
     def to_json(self) -> dict[str, Any]:
