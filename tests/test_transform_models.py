@@ -168,3 +168,28 @@ def test_alternating_layers_fold_as_a_repeated_group() -> None:
     assert "0–11: Linear, ReLU ×6\\n(1, 4) → (1, 4)" in cg.view(fold=True).source
     assert v.edge_names() == [("input", "_0", 1), ("_0", "_12", 1), ("_12", "linear_6_out", 1)]
     assert len(check(build_view(cg.graph, ViewOptions(fold=False))).nodes) == 15
+
+
+def test_sources_made_in_forward_stay_visible_where_used() -> None:
+    from .fixtures.models import CreatesTensors
+
+    class Boxed(nn.Module):
+        """Makes a tensor inside a box and uses it only there: hidden at depth 1."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = CreatesTensors()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.inner(x) * torch.ones(1)
+
+    cg = record(CreatesTensors(), torch.randn(2, 3))
+    v = check(build_view(cg.graph, ViewOptions()))  # hide_inner_tensors=True
+    names = [n.name for n in v.nodes if n.kind == "tensor"]
+    assert {"arange", "zeros", "tensor"} <= set(names)
+    assert ("tensor", "scale", 1) in v.edge_names()
+    assert not any(n.ir.role == "intermediate" for n in v.nodes if n.kind == "tensor")
+
+    cg = record(Boxed(), torch.randn(2, 3))
+    v = check(build_view(cg.graph, ViewOptions(depth=1)))
+    assert [n.name for n in v.nodes if n.kind == "tensor" and n.ir.role == "created"] == ["ones"]

@@ -5,7 +5,9 @@ sources feeding whatever uses them); a tensor made inside a box only when someth
 outside that box uses it (it is then that box's result); other tensors when a drawn node
 produces or uses them.  A pass-through alias (``copy_of``) whose producing call is opened
 is merged into the tensor it copies.  ``hide_inner_tensors`` marks every drawn tensor but
-inputs, outputs and parameters as contracted: its edges are joined producer -> consumer.
+inputs, outputs, parameters and tensors made in forward (``created``/``constant``
+sources, drawn wherever a drawn node uses them) as contracted: its edges are joined
+producer -> consumer.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from .scope import Scope
 
 NONE, CONTRACTED, DRAWN = 0, 1, 2
 PARAM_ROLES = frozenset({"parameter", "buffer"})
+#: sources made inside forward (``torch.arange``, ``torch.tensor``): drawn where used
+MADE_IN_FORWARD = frozenset({"created", "constant"})
 
 
 class Tensors:
@@ -80,8 +84,8 @@ def tensors(g: Graph, opts: ViewOptions, s: Scope, canon: list[int], vn: list[in
         used = any(vn[d] >= 0 and (h < 0 or box_of[d] != h) for d in succ[i])
         if i in io:
             st = DRAWN
-        elif is_param:
-            st = DRAWN if used else NONE
+        elif is_param or role in MADE_IN_FORWARD:
+            st = DRAWN if used else NONE  # sources stay visible, like the inputs
         elif used or (h < 0 and any(v >= 0 for v in made)):
             st = CONTRACTED if hide else DRAWN
         else:
