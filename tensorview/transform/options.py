@@ -22,8 +22,9 @@ class ViewOptions:
     ``depth``: module calls at this depth are boxes, shallower ones are opened, deeper
     ones hidden (0: the whole model is one box).  ``expand_nested``: draw a dashed box
     around the contents of every opened module.  ``hide_inner_tensors``: show only the
-    graph's input/output tensors, tensors made in forward, and parameters when shown.  ``hide_module_functions``:
-    never open ``torch.nn`` builtin modules.  ``roll``: merge repeated calls of one module
+    graph's input/output tensors, tensors made in forward, and parameters when shown.
+    ``hide_module_functions``: never open ``torch.nn`` leaf modules (``Conv2d``, ``Linear``;
+    containers still open).  ``roll``: merge repeated calls of one module
     path.  ``fold``: fold runs of identical consecutive sibling calls into one box
     (``True``/``False``/``"auto"``: only when more than ``FOLD_AUTO_THRESHOLD`` nodes
     would be visible).  ``layout``: ``"auto"`` bounds Graphviz's work on big views,
