@@ -47,6 +47,8 @@ _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 def _sanitize(base: str) -> str:
     if not base:
         return "node"
+    if base.isascii() and base.isidentifier():  # the common case, checked in C
+        return base
     if all(c in _SAFE for c in base):
         out = base
     else:
