@@ -1,6 +1,6 @@
 # One set of commands, used by developers and CI alike.
 #   make demo   set up everything, then render the demo model to docs/images/demo.svg
-#   make test   set up everything, then run the whole test suite
+#   make test   set up everything, type-check the package, then run the whole test suite
 #   make bench  set up everything (plus torchview), then print the benchmark table
 PYTHON ?= python3
 VENV   ?= .venv
@@ -29,6 +29,7 @@ demo: setup
 	$(PY) -m tensorview.demo docs/images/demo.svg
 
 test: setup
+	$(PY) -m mypy tensorview
 	$(PY) -m pytest
 
 bench: setup

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -30,7 +30,7 @@ def draw_graph(
     roll: bool = False,
     show_shapes: bool = True,
     show_params: bool = False,
-    fold: bool | str = "auto",
+    fold: bool | Literal["auto"] = "auto",
     graph_dir: str = "TB",
     graph_name: str = "model",
     save_graph: bool = False,

@@ -21,7 +21,7 @@ def fmt_shapes(shapes: list[tuple[int, ...]]) -> str:
 
 
 def rows(g: Graph) -> list[tuple[str, ...]]:
-    out = []
+    out: list[tuple[str, ...]] = []
     for n in g.nodes:
         if n.kind == TENSOR:
             op = n.role  # type: ignore[attr-defined]

@@ -55,9 +55,9 @@ def node_record(g: Graph, node: Any) -> dict[str, Any]:
     else:
         ins = g.input_tensors(node.id)
         outs = g.output_tensors(node.id)
-        rec["input_shapes"] = [list(g.nodes[i].shape) for i in ins]
-        rec["output_shapes"] = [list(g.nodes[o].shape) for o in outs]
-        rec["dtypes"] = sorted({g.nodes[i].dtype for i in ins + outs})
+        rec["input_shapes"] = [list(s) for s in g.shapes(ins)]
+        rec["output_shapes"] = [list(s) for s in g.shapes(outs)]
+        rec["dtypes"] = sorted({g.nodes[i].dtype for i in ins + outs})  # type: ignore[attr-defined]
         rec["failed"] = node.failed
         if node.kind == FUNCTION:
             rec["op"] = node.op

@@ -80,9 +80,7 @@ def _tensor(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | N
 
 
 def model_device(model: nn.Module) -> torch.device:
-    for t in model.parameters():
-        return t.device
-    for t in model.buffers():
+    for t in _tensors(model):
         return t.device
     return torch.device("cpu")
 
@@ -100,9 +98,7 @@ def placed(model: nn.Module, device: torch.device | None) -> Iterator[nn.Module]
         if id(t) in memo:
             continue
         moved = t.detach().to(device)
-        if isinstance(t, nn.Parameter):
-            moved = nn.Parameter(moved, requires_grad=t.requires_grad)
-        memo[id(t)] = moved
+        memo[id(t)] = nn.Parameter(moved, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else moved
     try:
         clone = copy.deepcopy(model, memo)
     except Exception as e:  # noqa: BLE001 - any failure means we cannot copy safely

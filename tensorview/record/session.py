@@ -243,7 +243,8 @@ class Session:
         if hit is None:  # mutated where we could not see (inside an opaque module): keep the node
             return node
         fn = self.graph.nodes[hit[1]]
-        new = self._new_tensor(t, fn.name + "_out", "intermediate", self.graph.nodes[fn.parent])  # type: ignore[arg-type]
+        scope = self.graph.nodes[fn.parent] if fn.parent is not None else self._scope()
+        new = self._new_tensor(t, fn.name + "_out", "intermediate", scope)  # type: ignore[arg-type]
         self.graph.edges.append((fn.id, new.id))
         return new
 
@@ -381,7 +382,11 @@ class Session:
             args2 = tuple(map_tensors(a, plain) for a in args)
             kwargs2 = {k: map_tensors(v, plain) for k, v in kwargs.items()}
         out = func(*args2, **kwargs2)
-        return map_tensors(out, lambda t: back.get(id(t), t))
+        def ours_again(t: torch.Tensor) -> torch.Tensor:
+            r = back.get(id(t))
+            return t if r is None else r
+
+        return map_tensors(out, ours_again)
 
     def _wrap_outputs(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], mutated: dict[int, TensorNode]) -> Any:
         if isinstance(out, _Tensor):

@@ -67,7 +67,7 @@ def scope(g: Graph, opts: ViewOptions, fold: bool) -> Scope:
         if p is None:
             if node.kind != MODULE:
                 continue
-            if opts.depth == 0 or call_end(g, node) == i + 1 or node.opaque:  # type: ignore[attr-defined]
+            if opts.depth == 0 or call_end(g, node) == i + 1 or node.opaque:  # type: ignore[arg-type,attr-defined]
                 box_of[i] = i
                 s.visible += 1
             else:
