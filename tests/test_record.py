@@ -443,3 +443,20 @@ def _flat(obj: Any) -> list[torch.Tensor]:
     from tensorview.record.session import _flat_tensors
 
     return _flat_tensors(obj)
+
+
+def test_out_argument_makes_a_new_version() -> None:
+    class OutArg(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            buf = torch.empty_like(x)
+            torch.add(x, 1, out=buf)
+            return buf * 2
+
+    x = zoo.x4()
+    out, g = record(OutArg(), (x,))
+    assert torch.equal(out, (x + 1) * 2)
+    add = only(fn_nodes(g, "add"))
+    buf = only([t for t in g.tensors() if t.role == "created"])
+    assert set(inputs_of(g, add.id)) == {g.inputs[0], buf.id}
+    mul = only(fn_nodes(g, "mul"))
+    assert produced_by(g, inputs_of(g, mul.id)[0]) is add
