@@ -26,10 +26,8 @@ REPR_MODULES = 40
 
 
 class ComputationGraph:
-    """A recorded forward pass, drawable in Jupyter (SVG) and savable to files.
-
-    >>> cg.view(depth=1, roll=True).save("model.svg")   # doctest: +SKIP
-    """
+    """A recorded forward pass, drawable in Jupyter (SVG) and savable to files, e.g.
+    ``graph.view(depth=1, roll=True).save("model.svg")``."""
 
     def __init__(self, graph: Graph, options: ViewOptions | None = None, *, styler: GraphvizStyler | None = None) -> None:
         self.graph = graph

@@ -38,8 +38,8 @@ class Recorder:
     >>> model = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU())
     >>> with tv.Recorder(model) as rec:
     ...     out = model(torch.randn(1, 4))
-    >>> [n.name for n in rec.graph.graph.modules()]
-    ['model', '0', '1']
+    >>> [m.path for m in rec.graph.graph.modules()]
+    ['', '0', '1']
 
     The output is a plain tensor with the same values as without recording; the model is
     left as it was (no hook, no patch remains, also when ``forward`` raises).  ``device``
