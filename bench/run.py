@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from models import CASES, Case, deep_mlp  # noqa: E402
 
 from tensorview.api import draw_graph  # noqa: E402
-from tensorview.record import Recorder  # noqa: E402
+from tensorview.recording import Recorder  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TORCHVIEW_BUDGET_S = 60.0  # per torchview call; a slower one is reported as "timeout"

@@ -2,7 +2,7 @@
 
 The pipeline, one subpackage each:
 
-1. **record** (``tensorview.record``): ``Recorder`` runs the forward with a tensor
+1. **record** (``tensorview.recording``): ``Recorder`` runs the forward with a tensor
    subclass and a torch-function mode and builds nodes as the ops run;
 2. **graph** (``tensorview.graph``): the recorded IR, tensor/function/module nodes with
    shapes and module paths, kept whole (all depths, all tensors);
@@ -30,7 +30,7 @@ from .errors import (
     RenderError,
     TensorviewError,
 )
-from .record import Recorder, RecorderTensor
+from .recording import Recorder, RecorderTensor
 from .render import GraphvizStyler, Renderer
 from .transform import ViewOptions
 

@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from .errors import InvalidInputError, InvalidTypeError, choices_error
-from .record import Recorder
-from .record.inputs import as_device, make_inputs, model_device, placed, training_mode
+from .recording import Recorder
+from .recording.inputs import as_device, make_inputs, model_device, placed, training_mode
 
 MODES = ("eval", "train", "same")
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from tensorview.record import recorder as _recorder
+from tensorview.recording import recorder as _recorder
 
 
 @pytest.fixture(autouse=True)

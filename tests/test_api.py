@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import tensorview as tv
-from tensorview.record import is_patched
+from tensorview.recording import is_patched
 
 from .fixtures import models as zoo
 
@@ -173,3 +173,15 @@ def test_torchrecorder_style_record_make_dot_and_render_network(tmp_path: Path) 
     assert Path(gv).read_text().startswith(dot.source.splitlines()[0][:7])
     with pytest.raises(tv.InvalidInputError, match="bad fmt"):
         tv.render_network(model, "net", (2, 4), str(tmp_path), fmt="")
+
+
+def test_subpackages_are_not_shadowed_by_public_names() -> None:
+    import importlib
+
+    for name in ("recording", "graph", "transform", "render", "taps"):
+        module = importlib.import_module(f"tensorview.{name}")
+        assert getattr(tv, name) is module
+    assert callable(tv.record) and tv.record.__module__ == "tensorview.api"
+    import tensorview.recording.session as session  # a plain dotted import works
+
+    assert session.Session

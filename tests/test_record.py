@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from tensorview.graph import Graph
-from tensorview.record import Recorder, RecorderTensor, is_patched
+from tensorview.recording import Recorder, RecorderTensor, is_patched
 
 from .fixtures import models as zoo
 
@@ -421,7 +421,7 @@ def test_meta_replay_gives_the_same_graph(name: str) -> None:
         model = make_model().eval()
     args, kwargs = make_inputs()
     to_meta = lambda v: v.to("meta") if isinstance(v, torch.Tensor) else v  # noqa: E731
-    from tensorview.record.tree import map_tensors
+    from tensorview.recording.tree import map_tensors
 
     args = map_tensors(args, to_meta)
     kwargs = map_tensors(kwargs, to_meta)
@@ -440,7 +440,7 @@ def test_meta_replay_gives_the_same_graph(name: str) -> None:
 
 
 def _flat(obj: Any) -> list[torch.Tensor]:
-    from tensorview.record.session import _flat_tensors
+    from tensorview.recording.session import _flat_tensors
 
     return _flat_tensors(obj)
 
@@ -460,3 +460,23 @@ def test_out_argument_makes_a_new_version() -> None:
     assert set(inputs_of(g, add.id)) == {g.inputs[0], buf.id}
     mul = only(fn_nodes(g, "mul"))
     assert produced_by(g, inputs_of(g, mul.id)[0]) is add
+
+
+def test_formatting_a_recorded_tensor_reads_as_without_recording() -> None:
+    class Keys(nn.Module):
+        """Like switch_transformers: tensor values formatted into dict keys."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.experts = nn.ModuleDict({"expert_0": nn.Linear(4, 4), "expert_1": nn.Linear(4, 4)})
+
+        def forward(self, x: torch.Tensor) -> Any:
+            idx = (x.sum() > 1e9).long()  # 0
+            text = f"{idx}|{repr(x[0, :1])}|{str(x[0, 0])}"
+            return self.experts[f"expert_{idx}"](x), text
+
+    model, x = Keys(), zoo.x4()
+    expected = model(x)
+    out, g = record(model, (x,))
+    assert out[1] == expected[1] and "Recorder" not in out[1]
+    assert [m.path for m in g.modules()] == ["", "experts.expert_0"]

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from tensorview.errors import RecordingError, TensorviewError
-from tensorview.record import Recorder, is_patched
+from tensorview.recording import Recorder, is_patched
 
 from .fixtures import models as zoo
 

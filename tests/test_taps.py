@@ -438,7 +438,7 @@ def test_taps_md_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_taps_left_on_while_recording_add_nothing_to_the_graph() -> None:
-    from tensorview.record import Recorder
+    from tensorview.recording import Recorder
 
     model = mlp()
     x = torch.randn(2, 4)

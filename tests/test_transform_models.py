@@ -13,7 +13,7 @@ from torch import nn
 
 from tensorview.drawing import ComputationGraph
 from tensorview.graph import Graph
-from tensorview.record import Recorder
+from tensorview.recording import Recorder
 from tensorview.transform import View, ViewOptions, build_view
 
 from .fixtures.models import ZOO

@@ -29,7 +29,7 @@ from torch import nn
 import transformers  # a dev dependency: `make test` installs it
 
 from tensorview.graph import Graph
-from tensorview.record import Recorder
+from tensorview.recording import Recorder
 
 Inputs = Callable[[str], dict[str, torch.Tensor]]
 
@@ -106,6 +106,13 @@ ARCHS = [
     Arch(
         "t5",
         dict(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, vocab_size=100, use_cache=False),
+        seq2seq_ids, ("encoder.block.0", "encoder.block.1", "decoder.block.0", "decoder.block.1"),
+    ),
+    Arch(
+        # mixture of experts that formats a routing tensor into a ModuleDict key
+        "switch_transformers",
+        dict(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4, vocab_size=100,
+             num_experts=4, use_cache=False),
         seq2seq_ids, ("encoder.block.0", "encoder.block.1", "decoder.block.0", "decoder.block.1"),
     ),
     Arch(

@@ -75,7 +75,7 @@ _QUERY_METHODS = (
     "is_complex", "data_ptr", "__len__", "__bool__", "__int__", "__float__", "__index__",
     "item", "tolist", "__format__", "__repr__", "__hash__", "storage_offset", "get_device",
     "nelement", "ndimension", "__contains__", "__reduce_ex__", "__deepcopy__",
-    "untyped_storage", "is_set_to", "is_inference", "__array__", "numpy",
+    "untyped_storage", "is_set_to", "is_inference", "__array__", "numpy", "__str__",
 )
 _QUERY_PROPERTIES = (
     "shape", "ndim", "dtype", "device", "is_cuda", "is_sparse", "requires_grad", "is_leaf",
@@ -91,6 +91,8 @@ _QUERIES = frozenset(
 _MODULE_ATTRS = frozenset(nn.Module().__dict__)
 
 _TENSOR_ITER = _Tensor.__iter__
+#: queries whose answer mentions the tensor's type (``RecorderTensor(0)``): asked of a plain alias
+_AS_PLAIN = frozenset(getattr(_Tensor, n) for n in ("__format__", "__repr__", "__str__") if hasattr(_Tensor, n))
 
 _DTYPE_NAMES: dict[Any, str] = {}
 _DEVICE_NAMES: dict[Any, str] = {}
@@ -255,6 +257,8 @@ class Session:
                 return func(*args, **kwargs)
         if func in _QUERIES:
             with _Disable():
+                if func in _AS_PLAIN and type(args[0]) is _RT:  # f"{t}", repr(t): as without us
+                    args = (args[0].as_subclass(_Tensor), *args[1:])
                 return func(*args, **kwargs)
         if func is _TENSOR_ITER:  # ``for row in x``: the rows are recorded, as unbind's results
             return iter(self._op(_Tensor.unbind, (args[0], 0), {}))

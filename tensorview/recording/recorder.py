@@ -46,7 +46,7 @@ class Recorder:
     is where tensors made inside ``forward`` without an explicit device are put (default:
     the device of the first input, when that is not the CPU).  ``meta_replay``: on the
     meta device, ops already seen with the same argument shapes are not run again; their
-    results' metadata is replayed (see record/metacache.py), which makes recording large
+    results' metadata is replayed (see recording/metacache.py), which makes recording large
     meta models several times faster.  Graphs are the same either way.
     """
 
