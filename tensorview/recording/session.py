@@ -528,10 +528,12 @@ class Session:
 
     def _root_call(self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         g = self.graph
-        if self.device is None:
-            first = next(iter(_flat_tensors((args, kwargs))), None)
-            if first is not None and first.device.type != "cpu":
-                self.device = first.device
+        first = next(iter(_flat_tensors((args, kwargs))), None)
+        if self.device is None and first is not None and first.device.type != "cpu":
+            self.device = first.device
+        on_meta = (first is not None and first.is_meta) or (self.device is not None and self.device.type == "meta")
+        if not on_meta:
+            self.meta_cache = None  # replay is for meta only: keep it off the hot path elsewhere
         with _Disable():
             root = self._new_module(module, "", None)
             g.root = root.id
