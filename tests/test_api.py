@@ -185,3 +185,21 @@ def test_subpackages_are_not_shadowed_by_public_names() -> None:
     import tensorview.recording.session as session  # a plain dotted import works
 
     assert session.Session
+
+
+def test_meta_copy_moves_plain_tensor_attributes_too() -> None:
+    class Masked(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.mask = torch.ones(4)  # a plain attribute: neither parameter nor buffer
+            self.table = {"scale": torch.full((4,), 2.0)}
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x) * self.mask * self.table["scale"]
+
+    model = Masked()
+    g = tv.draw_graph(model, input_size=(2, 4), device="meta").graph
+    consts = sorted((t.name, t.device) for t in g.tensors() if t.role == "constant")
+    assert consts == [("constant", "meta"), ("constant_1", "meta")]
+    assert model.mask.device.type == "cpu" and model.table["scale"].device.type == "cpu"

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ..errors import InvalidInputError, InvalidTypeError
-from .tree import map_tensors
+from .tree import map_tensors, strip_in_place
 
 
 def _is_shape(x: Any) -> bool:
@@ -106,6 +106,14 @@ def placed(model: nn.Module, device: torch.device | None) -> Iterator[nn.Module]
             f"cannot record {type(model).__name__} on {device}: the model could not be copied "
             f"({type(e).__name__}: {e}); move the model to {device} yourself, or pass device=None"
         ) from e
+    # plain tensor attributes (not parameters or buffers) were deep-copied where they
+    # were; on the copy, move them too, so `x * self.mask` works on the device
+    internals = frozenset(nn.Module().__dict__)
+    for m in clone.modules():
+        d = m.__dict__
+        for k in d.keys() - internals:
+            if isinstance(d[k], (torch.Tensor, list, tuple, dict)):
+                d[k] = strip_in_place(d[k], lambda t: t.device != device, lambda t: t.to(device), objects=False)
     yield clone
 
 
