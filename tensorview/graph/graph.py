@@ -144,14 +144,6 @@ class Graph:
                 best = p
         return best
 
-    def ancestors_of(self, node: Node) -> Iterator[ModuleNode]:
-        """Enclosing module calls, innermost first."""
-        p = node.parent
-        while p is not None:
-            m = self.nodes[p]
-            yield m  # type: ignore[misc]
-            p = m.parent
-
     def children(self, module_id: int) -> list[Node]:
         return [n for n in self.nodes if n.parent == module_id]
 

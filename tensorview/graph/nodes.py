@@ -83,10 +83,6 @@ class TensorNode(Node):
         #: qualified name for parameters/buffers (``layer1.0.conv1.weight``), argument name for inputs
         self.source_name = source_name
 
-    @property
-    def is_source(self) -> bool:
-        return self.role in SOURCE_ROLES
-
 
 class FunctionNode(Node):
     """One call of a torch function, tensor method or operator."""

@@ -1,9 +1,10 @@
 """Patches that undo themselves.
 
-``Patcher`` records each patch and restores in reverse order on exit (also on
-exceptions and KeyboardInterrupt).  It restores the value it found when patching, not a
-value saved at import time, and leaves an attribute alone if somebody else replaced our
-patch in the meantime (so another tool's later patch is never clobbered).
+``Patcher`` records each patch and ``restore()`` undoes them in reverse order (the
+Recorder calls it on exit, also on exceptions and KeyboardInterrupt).  It restores the
+value it found when patching, not a value saved at import time, and leaves an attribute
+alone if somebody else replaced our patch in the meantime (so another tool's later patch
+is never clobbered).
 """
 
 from __future__ import annotations
@@ -41,12 +42,6 @@ class Patcher:
             else:
                 setattr(obj, name, old)
 
-    def __enter__(self) -> Patcher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.restore()
-
 
 class SharedPatch:
     """One patch shared by every recorder in the process, installed by the first user and
@@ -73,7 +68,3 @@ class SharedPatch:
             if self._users == 0 and self._patcher is not None:
                 self._patcher.restore()
                 self._patcher = None
-
-    @property
-    def installed(self) -> bool:
-        return self._users > 0
