@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .nodes import FUNCTION, MODULE, TENSOR
+from .nodes import FUNCTION, TENSOR
 
 if TYPE_CHECKING:
     from .graph import Graph

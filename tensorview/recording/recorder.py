@@ -5,7 +5,6 @@ from __future__ import annotations
 import types
 from typing import Any, Callable
 
-import torch
 from torch import nn
 
 from ..errors import InvalidTypeError, RecordingError, TensorviewError

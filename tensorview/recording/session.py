@@ -33,7 +33,7 @@ from torch.overrides import TorchFunctionMode
 from ..graph import SOURCE_ROLES, FunctionNode, Graph, ModuleNode, TensorNode
 from .metacache import MISS, key_of, replay, template_of
 from .names import op_name
-from .tensor import RecorderTensor, _tls
+from .tensor import RecorderTensor
 from .tree import map_tensors, strip_in_place
 
 #: switches off both our mode and subclass dispatch for our own bookkeeping (property reads
