@@ -126,6 +126,15 @@ def _shape(t: torch.Tensor) -> tuple[int, ...]:
         return ()
 
 
+def _recorded_alias(t: torch.Tensor, node: TensorNode) -> RecorderTensor:
+    """A RecorderTensor sharing ``t``'s storage, version counter and autograd history,
+    bound to ``node``."""
+    r = t.as_subclass(_RT)
+    r._tv_node = node
+    r._tv_ver = _version(r)
+    return r
+
+
 def _storage_key(t: torch.Tensor) -> torch.Tensor:
     """The tensor that owns the storage of ``t`` (torch collapses view chains)."""
     b = t._base
@@ -202,10 +211,7 @@ class Session:
             t._tv_ver = _version(t)
             return t
         if type(t) is _Tensor and t.layout == torch.strided:
-            r = t.as_subclass(_RT)
-            r._tv_node = node
-            r._tv_ver = _version(r)
-            return r
+            return _recorded_alias(t, node)
         # parameters, sparse or other subclasses: keep the object, track it on the side
         self.sources[id(t)] = [t, node, _version(t)]
         return t
@@ -488,9 +494,7 @@ class Session:
             edges.append((node.id, m.id))
             if type(t) is _RT or type(t) not in (_Tensor, _Parameter) or t.layout != torch.strided:
                 return t
-            r = t.as_subclass(_RT)
-            r._tv_node, r._tv_ver = node, _version(r)
-            return r
+            return _recorded_alias(t, node)
 
         args = tuple(map_tensors(a, enter) for a in args)
         if kwargs:
@@ -515,9 +519,7 @@ class Session:
                 edges.append((m.id, alias.id))
                 plain = t.as_subclass(_Tensor) if type(t) is _RT else t
                 if type(plain) is _Tensor and plain.layout == torch.strided:
-                    r = plain.as_subclass(_RT)
-                    r._tv_node, r._tv_ver = alias, _version(r)
-                    return r
+                    return _recorded_alias(plain, alias)
                 return t
             # a tensor we never saw: made where we could not look (scripted/C++ module)
             node = self._new_tensor(t, m.name + "_out", "intermediate", parent)  # type: ignore[arg-type]
