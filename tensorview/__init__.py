@@ -20,7 +20,8 @@ True
 """
 
 from . import taps
-from .api import draw_graph, make_dot, record, render_network
+from ._version import __version__
+from .api import Recorder, draw_graph, make_dot, record, render_network
 from .drawing import ComputationGraph
 from .errors import (
     GraphLintError,
@@ -30,23 +31,26 @@ from .errors import (
     RenderError,
     TensorviewError,
 )
-from .recording import Recorder, RecorderTensor
-from .render import GraphvizStyler, Renderer
-from .transform import ViewOptions
-
-__version__ = "0.1.0"
+from .graph import FunctionNode, Graph, ModuleNode, TensorNode, ViewOptions
+from .recording import RecorderTensor
+from .render import GraphvizStyler, Renderer, RenderOptions
 
 __all__ = [
     "ComputationGraph",
+    "FunctionNode",
+    "Graph",
     "GraphLintError",
     "GraphvizStyler",
     "InvalidInputError",
     "InvalidTypeError",
+    "ModuleNode",
     "Recorder",
     "RecorderTensor",
     "RecordingError",
     "RenderError",
+    "RenderOptions",
     "Renderer",
+    "TensorNode",
     "TensorviewError",
     "ViewOptions",
     "draw_graph",

@@ -5,14 +5,58 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
+import graphviz
 import torch
 from torch import nn
 
+from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
-from .recording import Recorder
+from .graph import Graph, ViewOptions, ir_of
+from .recording import BaseRecorder
 from .recording.inputs import as_device, make_inputs, model_device, placed, training_mode
+from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph
+from .transform import build_view
 
 MODES = ("eval", "train", "same")
+
+
+class Recorder(BaseRecorder[ComputationGraph]):
+    """Record the first call of ``model`` made inside the ``with`` block; ``graph`` is a
+    drawable ``ComputationGraph``.
+
+    >>> import torch, tensorview as tv
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU())
+    >>> with tv.Recorder(model) as rec:
+    ...     out = model(torch.randn(1, 4))
+    >>> [m.path for m in rec.graph.graph.modules()]
+    ['', '0', '1']
+
+    The output is a plain tensor with the same values as without recording; the model is
+    left as it was (no hook, no patch remains, also when ``forward`` raises).  ``device``
+    is where tensors made inside ``forward`` without an explicit device are put (default:
+    the device of the first input, when that is not the CPU).  ``meta_replay``: on the
+    meta device, ops already seen with the same argument shapes are not run again; their
+    results' metadata is replayed (see recording/metacache.py), which makes recording large
+    meta models several times faster.  Graphs are the same either way.
+    """
+
+    def __init__(
+        self, model: nn.Module, *, device: Any = None, meta_replay: bool = True,
+        options: ViewOptions | None = None, render_options: RenderOptions | None = None,
+    ) -> None:
+        super().__init__(model, device=device, meta_replay=meta_replay)
+        for name, value, cls in (("options", options, ViewOptions), ("render_options", render_options, RenderOptions)):
+            if value is not None and not isinstance(value, cls):
+                raise InvalidTypeError(f"{name} must be a {cls.__name__} or None, got {value!r:.80}")
+        self.options = options
+        self.render_options = render_options
+
+    def _result(self, graph: Graph) -> ComputationGraph:
+        return ComputationGraph(graph, self.options, self.render_options)
+
+    def __enter__(self) -> Recorder:
+        super().__enter__()
+        return self
 
 
 def draw_graph(
@@ -37,7 +81,7 @@ def draw_graph(
     filename: str | None = None,
     directory: str = ".",
     **forward_kwargs: Any,
-) -> Any:
+) -> ComputationGraph:
     """Record one forward pass of ``model`` and return a drawable ``ComputationGraph``.
 
     Inputs: ``input_size`` (a shape or a list of shapes, with ``dtypes`` per input) or
@@ -48,9 +92,6 @@ def draw_graph(
     ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
     The view options have torchview's meanings; change them later with ``graph.view(...)``.
     """
-    from .drawing import ComputationGraph
-    from .transform import ViewOptions
-
     if not isinstance(model, nn.Module):
         raise InvalidTypeError(f"draw_graph needs a torch.nn.Module, got {type(model).__name__}")
     if mode not in MODES:
@@ -58,15 +99,16 @@ def draw_graph(
     options = ViewOptions(
         depth=depth, expand_nested=expand_nested, hide_inner_tensors=hide_inner_tensors,
         hide_module_functions=hide_module_functions, roll=roll, show_shapes=show_shapes,
-        show_params=show_params, fold=fold, graph_dir=graph_dir, graph_name=graph_name,
+        show_params=show_params, fold=fold,
     )
+    render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
     dev = as_device(device)
     args, kwargs = make_inputs(input_size, input_data, dtypes, dev if dev is not None else model_device(model))
     kwargs.update(forward_kwargs)
     with placed(model, dev) as runnable, training_mode(runnable, mode), torch.no_grad():
-        with Recorder(runnable, device=dev, graph_options=options) as rec:
+        with Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
             runnable(*args, **kwargs)
-    graph: ComputationGraph = rec.graph
+    graph = rec.graph
     if save_graph:
         graph.save(_save_path(directory, filename, graph_name))
     return graph
@@ -79,7 +121,7 @@ def _save_path(directory: str, filename: str | None, graph_name: str) -> str:
     return os.path.join(directory, name)
 
 
-def record(model: nn.Module, name: str = "model", input_shapes: Any = None, input_data: Any = None, **options: Any) -> Any:
+def record(model: nn.Module, name: str = "model", input_shapes: Any = None, input_data: Any = None, **options: Any) -> ComputationGraph:
     """Record ``model`` without rendering (torchrecorder's ``record``); returns the graph.
 
     ``input_shapes`` is a shape or a list of shapes; ``input_data`` real inputs.
@@ -88,11 +130,19 @@ def record(model: nn.Module, name: str = "model", input_shapes: Any = None, inpu
     return draw_graph(model, input_shapes, input_data, graph_name=name, **options)
 
 
-def make_dot(graph: Any, render_depth: int = 256, styler_cls: Any = None, **styler_args: Any) -> Any:
-    """A ``graphviz.Digraph`` of a recorded graph down to ``render_depth`` (torchrecorder)."""
-    from .render import make_dot as _make_dot
-
-    return _make_dot(graph, render_depth=render_depth, styler_cls=styler_cls, **styler_args)
+def make_dot(
+    graph: ComputationGraph | Graph, render_depth: int = 256, styler_cls: type[GraphvizStyler] | None = None,
+    **styler_args: Any,
+) -> graphviz.Digraph:
+    """A ``graphviz.Digraph`` of a recorded graph (a ``ComputationGraph`` or an IR
+    ``Graph``), opened down to ``render_depth`` (the view depth) with a dashed box around
+    each opened module, styled by ``styler_cls(**styler_args)`` (torchrecorder)."""
+    ir = ir_of(graph, "make_dot")
+    base = graph.options if isinstance(graph, ComputationGraph) else ViewOptions()
+    render_options = graph.render_options if isinstance(graph, ComputationGraph) else RenderOptions()
+    options = base.replace(depth=render_depth, expand_nested=True)
+    styler = (styler_cls or GraphvizStyler)(**styler_args)
+    return DotRenderer(styler).digraph(build_view(ir, options), render_options)
 
 
 def render_network(
@@ -113,7 +163,5 @@ def render_network(
     dot = make_dot(graph, render_depth=render_depth, **styler_args)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, (filename or name) + "." + fmt)
-    from .render import render_digraph
-
     render_digraph(dot, path, fmt)
     return path

@@ -1,13 +1,13 @@
 """``ComputationGraph``: the recorded graph as users hold it.
 
-It keeps the full recorded IR (``.graph``) and the view options; ``view(**changes)``
-gives another drawing of the same recording without running the model again.  DOT
-source, the ``graphviz.Digraph`` and SVG are computed on first use and cached.
+It keeps the full recorded IR (``.graph``), what to show (``ViewOptions``), how to draw
+it (``RenderOptions``) and the styler; ``view(**changes)`` gives another drawing of the
+same recording without running the model again.  The view, DOT source, ``graphviz.Digraph``
+and SVG are computed on first use and cached until the graph's annotations change.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -15,76 +15,122 @@ from typing import Any
 import graphviz
 
 from .errors import RenderError, choices_error
-from .graph import Graph, Node, TensorNode
+from .graph import (
+    VIEW_OPTION_NAMES,
+    AnnotationPass,
+    Graph,
+    ModuleNode,
+    Node,
+    TensorNode,
+    View,
+    ViewOptions,
+    annotate,
+)
 from .graph.listing import fmt_shapes
-from .render import DotRenderer, GraphvizStyler, render_digraph, run_dot
-from .transform import View, ViewOptions, build_view
+from .render import RENDER_OPTION_NAMES, DotRenderer, GraphvizStyler, RenderOptions, run_dot
+from .render.formats import Format, format_for, formats
+from .transform import build_view
 
-SAVE_FORMATS = ("svg", "png", "pdf", "gv", "dot", "json")
 #: how many module calls ``repr`` lists before summarising the rest
 REPR_MODULES = 40
+#: every option name ``view(...)`` and ``draw_graph`` accept
+OPTION_NAMES = VIEW_OPTION_NAMES | RENDER_OPTION_NAMES
 
 
 class ComputationGraph:
     """A recorded forward pass, drawable in Jupyter (SVG) and savable to files, e.g.
     ``graph.view(depth=1, roll=True).save("model.svg")``."""
 
-    def __init__(self, graph: Graph, options: ViewOptions | None = None, *, styler: GraphvizStyler | None = None) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        options: ViewOptions | None = None,
+        render_options: RenderOptions | None = None,
+        *,
+        styler: GraphvizStyler | None = None,
+    ) -> None:
         self.graph = graph
         self.options = options if options is not None else ViewOptions()
+        self.render_options = render_options if render_options is not None else RenderOptions()
         self.styler = styler
-        self._view: View | None = None
-        self._source: str | None = None
-        self._digraph: graphviz.Digraph | None = None
-        self._svg: str | None = None
+        self._cache: dict[str, Any] = {}
+        self._cache_version = -1
 
     # -- views -------------------------------------------------------------------------
     def view(self, **changes: Any) -> ComputationGraph:
-        """The same recording drawn with some options changed (``depth=1, roll=True``);
-        ``styler=`` swaps the styler."""
+        """The same recording drawn with some options changed (``depth=1, roll=True``,
+        ``graph_dir="LR"``); ``styler=`` swaps the styler."""
         styler = changes.pop("styler", self.styler)
-        return ComputationGraph(self.graph, self.options.replace(**changes), styler=styler)
+        unknown = sorted(set(changes) - OPTION_NAMES)
+        if unknown:
+            raise choices_error("view option", unknown[0], OPTION_NAMES)
+        show = {k: v for k, v in changes.items() if k in VIEW_OPTION_NAMES}
+        draw = {k: v for k, v in changes.items() if k in RENDER_OPTION_NAMES}
+        return ComputationGraph(
+            self.graph, self.options.replace(**show), self.render_options.replace(**draw), styler=styler
+        )
+
+    def annotate(self, *passes: AnnotationPass) -> ComputationGraph:
+        """Run annotation passes on the recording (see ``tensorview.graph.annotations``);
+        every drawing of it shows the new values from then on.  Returns ``self``."""
+        annotate(self.graph, *passes)
+        return self
+
+    def _cached(self, key: str, make: Any) -> Any:
+        version = self.graph.annotations.version
+        if version != self._cache_version:  # annotations changed: labels are stale
+            self._cache.clear()
+            self._cache_version = version
+        value = self._cache.get(key)
+        if value is None:
+            value = self._cache[key] = make()
+        return value
 
     def get_view(self) -> View:
         """The ``View`` (drawn nodes, edges, clusters) for the current options."""
-        if self._view is None:
-            self._view = build_view(self.graph, self.options)
-        return self._view
+        view: View = self._cached("view", lambda: build_view(self.graph, self.options))
+        return view
 
     # -- Graphviz ----------------------------------------------------------------------
     @property
     def source(self) -> str:
         """DOT source of the current view (no ``dot`` program needed)."""
-        if self._source is None:
-            self._source = DotRenderer(self.styler).render(self.get_view())
-        return self._source
+        text: str = self._cached("source", lambda: DotRenderer(self.styler).render(self.get_view(), self.render_options))
+        return text
 
     @property
     def visual_graph(self) -> graphviz.Digraph:
         """The ``graphviz.Digraph`` of the current view (same text as ``source``)."""
-        if self._digraph is None:
-            self._digraph = DotRenderer(self.styler).digraph(self.get_view(), self.source)
-        return self._digraph
+        digraph: graphviz.Digraph = self._cached(
+            "digraph", lambda: DotRenderer(self.styler).digraph(self.get_view(), self.render_options, self.source)
+        )
+        return digraph
 
     def svg(self) -> str:
         """The drawing as SVG text (needs Graphviz ``dot``; else ``RenderError``)."""
-        if self._svg is None:
-            self._svg = run_dot(self.source, "svg").decode("utf-8")
-        return self._svg
+        text: str = self._cached("svg", lambda: run_dot(self.source, "svg").decode("utf-8"))
+        return text
 
     def save(self, path: str | os.PathLike[str], *, format: str | None = None) -> str:
-        """Write the drawing; the format comes from the extension (or ``format``): svg,
-        png, pdf (via ``dot``), gv/dot (DOT source), json (the full graph, ``to_json``)."""
+        """Write the drawing; the format comes from the extension (or ``format``), one of
+        the registered formats: svg, png, pdf (via ``dot``), gv/dot (DOT source), json
+        (the full graph, ``to_json``)."""
         path = os.fspath(path)
-        fmt = (format or os.path.splitext(path)[1].lstrip(".")).lower()
-        if fmt not in SAVE_FORMATS:
-            raise choices_error("save format", fmt, SAVE_FORMATS)
-        if fmt == "json":
+        fmt = format_for(format or os.path.splitext(path)[1].lstrip("."))
+        data = self.produce(fmt)
+        if isinstance(data, str):
             with open(path, "w", encoding="utf-8") as f:
-                json.dump(self.to_json(), f, indent=1, sort_keys=False)
+                f.write(data)
         else:
-            render_digraph(self.source, path, fmt)
+            with open(path, "wb") as fb:
+                fb.write(data)
         return path
+
+    def produce(self, fmt: Format) -> str | bytes:
+        """The drawing in format ``fmt`` (SVG text comes from the cache)."""
+        if fmt.name == "svg":
+            return self.svg().encode("utf-8")
+        return fmt.produce(self)
 
     def to_json(self) -> dict[str, Any]:
         """The FULL recorded graph (all depths, all tensors) in node-link form."""
@@ -92,16 +138,22 @@ class ComputationGraph:
 
     # -- display -----------------------------------------------------------------------
     def _repr_mimebundle_(self, include: Iterable[str] | None = None, exclude: Iterable[str] | None = None) -> dict[str, str]:
-        include = set(include) if include is not None else {"image/svg+xml", "text/plain"}
-        exclude = set(exclude or ())
+        """The first displayable format that can be produced, and always ``text/plain``."""
+        wanted = set(include) if include is not None else None
+        excluded = set(exclude or ())
         bundle: dict[str, str] = {}
         text = repr(self)
-        if "image/svg+xml" in include and "image/svg+xml" not in exclude:
+        for fmt in formats():
+            if not fmt.display or fmt.mime in excluded or (wanted is not None and fmt.mime not in wanted):
+                continue
             try:
-                bundle["image/svg+xml"] = self.svg()
+                data = self.produce(fmt)
             except RenderError as e:
                 text += f"\n(no drawing: {e})"
-        if "text/plain" in include and "text/plain" not in exclude:
+                continue
+            bundle[fmt.mime] = data.decode("utf-8") if isinstance(data, bytes) else data
+            break
+        if (wanted is None or "text/plain" in wanted) and "text/plain" not in excluded:
             bundle["text/plain"] = text
         return bundle
 
@@ -111,7 +163,7 @@ class ComputationGraph:
         for n in g.nodes:
             counts[n.kind] += 1
         head = (
-            f"ComputationGraph {self.options.graph_name!r}: {counts['module']} module calls, "
+            f"ComputationGraph {self.render_options.graph_name!r}: {counts['module']} module calls, "
             f"{counts['function']} ops, {counts['tensor']} tensors, {len(g.edges)} edges"
         )
         lines = [head]
@@ -123,11 +175,7 @@ class ComputationGraph:
                 lines.append(f"  … {counts['module'] - shown} more module calls")
                 break
             shown += 1
-            title = f"{m.path}: {m.cls_name}" if m.path else m.cls_name
-            ins = fmt_shapes(g.shapes(g.input_tensors(m.id)))
-            outs = fmt_shapes(g.shapes(g.output_tensors(m.id)))
-            mark = " [failed]" if m.failed else ""
-            lines.append(f"{'  ' * (m.depth + 1)}{title}  {ins} -> {outs}{mark}")
+            lines.append(_module_line(g, m))
         return "\n".join(lines)
 
     # -- the IR ------------------------------------------------------------------------
@@ -138,15 +186,23 @@ class ComputationGraph:
 
     @property
     def inputs(self) -> list[TensorNode]:
-        return [self.graph.nodes[i] for i in self.graph.inputs]  # type: ignore[misc]
+        return [self.graph.tensor(i) for i in self.graph.inputs]
 
     @property
     def outputs(self) -> list[TensorNode]:
-        return [self.graph.nodes[i] for i in self.graph.outputs]  # type: ignore[misc]
+        return [self.graph.tensor(i) for i in self.graph.outputs]
 
     def table(self) -> str:
         """One row per IR node: name, kind, module path, op/class, shapes."""
         return self.graph.table()
 
 
-__all__ = ["SAVE_FORMATS", "ComputationGraph"]
+def _module_line(g: Graph, m: ModuleNode) -> str:
+    title = f"{m.path}: {m.cls_name}" if m.path else m.cls_name
+    ins = fmt_shapes(g.shapes(g.input_tensors(m.id)))
+    outs = fmt_shapes(g.shapes(g.output_tensors(m.id)))
+    mark = " [failed]" if m.failed else ""
+    return f"{'  ' * (m.depth + 1)}{title}  {ins} -> {outs}{mark}"
+
+
+__all__ = ["OPTION_NAMES", "ComputationGraph"]

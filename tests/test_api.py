@@ -18,9 +18,10 @@ from .fixtures import models as zoo
 
 def test_public_api_is_exact() -> None:
     assert sorted(tv.__all__) == [
-        "ComputationGraph", "GraphLintError", "GraphvizStyler", "InvalidInputError",
-        "InvalidTypeError", "Recorder", "RecorderTensor", "RecordingError", "RenderError",
-        "Renderer", "TensorviewError", "ViewOptions", "draw_graph", "make_dot", "record",
+        "ComputationGraph", "FunctionNode", "Graph", "GraphLintError", "GraphvizStyler",
+        "InvalidInputError", "InvalidTypeError", "ModuleNode", "Recorder", "RecorderTensor",
+        "RecordingError", "RenderError", "RenderOptions", "Renderer", "TensorNode",
+        "TensorviewError", "ViewOptions", "draw_graph", "make_dot", "record",
         "render_network", "taps",
     ]
     for name in tv.__all__:
@@ -163,7 +164,7 @@ def test_save_graph_option(tmp_path: Path) -> None:
 def test_torchrecorder_style_record_make_dot_and_render_network(tmp_path: Path) -> None:
     model = zoo.InplaceModule()
     graph = tv.record(model, "net", (2, 4))
-    assert graph.options.graph_name == "net" and graph.options.depth == 256
+    assert graph.render_options.graph_name == "net" and graph.options.depth == 256
     assert [m.path for m in graph.graph.modules()] == ["", "fc", "act", "out"]
     dot = tv.make_dot(graph, render_depth=1, fontname="Helvetica")
     assert "fc: Linear" in dot.source and "fontname=Helvetica" in dot.source

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from tensorview.recording import Recorder
+from tensorview import Recorder
 
 from .fixtures import models as zoo
 

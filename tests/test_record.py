@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 from tensorview.graph import Graph
-from tensorview.recording import Recorder, RecorderTensor, is_patched
+from tensorview import Recorder
+from tensorview.recording import RecorderTensor, is_patched
 
 from .fixtures import models as zoo
 
@@ -440,7 +441,7 @@ def test_meta_replay_gives_the_same_graph(name: str) -> None:
 
 
 def _flat(obj: Any) -> list[torch.Tensor]:
-    from tensorview.recording.session import _flat_tensors
+    from tensorview.recording.tree import flat_tensors as _flat_tensors
 
     return _flat_tensors(obj)
 

@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from tensorview.errors import RecordingError, TensorviewError
-from tensorview.recording import Recorder, is_patched
+from tensorview import Recorder
+from tensorview.recording import is_patched
 
 from .fixtures import models as zoo
 

@@ -14,12 +14,12 @@ import pytest
 
 from tensorview.drawing import ComputationGraph
 from tensorview.errors import InvalidInputError, RenderError
-from tensorview.graph import Graph
+from tensorview.graph import Graph, GraphBuilder
 from tensorview import render
-from tensorview.render import DotRenderer, GraphvizStyler, JsonRenderer, Renderer, make_dot
+from tensorview import make_dot
+from tensorview.render import DotRenderer, GraphvizStyler, JsonRenderer, Renderer, RenderOptions
 from tensorview.transform import Cluster, View, ViewNode, ViewOptions, build_view
 
-from .irbuild import IRBuilder
 from .test_transform import rnn, stack, two_blocks
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -35,7 +35,7 @@ def golden(name: str, text: str) -> None:
 
 
 def test_dot_golden_nested() -> None:
-    cg = ComputationGraph(two_blocks(), ViewOptions(depth=3, expand_nested=True, number_nodes=True))
+    cg = ComputationGraph(two_blocks(), ViewOptions(depth=3, expand_nested=True), RenderOptions(number_nodes=True))
     golden("two_blocks_nested.gv", cg.source)
 
 
@@ -60,21 +60,20 @@ def test_dot_is_byte_identical_for_the_same_graph() -> None:
     b = ComputationGraph(two_blocks(), ViewOptions(depth=3, expand_nested=True)).source
     assert a == b
     cg = ComputationGraph(two_blocks())
-    assert cg.source == DotRenderer().render(build_view(cg.graph, cg.options))
+    assert cg.source == DotRenderer().render(build_view(cg.graph, cg.options), cg.render_options)
 
 
 def test_visual_graph_is_a_digraph_with_the_same_source() -> None:
     for name in ("model", "my model", "node"):
-        cg = ComputationGraph(two_blocks(), ViewOptions(graph_name=name))
+        cg = ComputationGraph(two_blocks(), render_options=RenderOptions(graph_name=name))
         assert isinstance(cg.visual_graph, graphviz.Digraph)
         assert cg.visual_graph.source == cg.source
         assert cg.visual_graph is cg.visual_graph  # cached
 
 
 def test_escaping_of_odd_names_and_labels() -> None:
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     x = b.input(name='x"quoted\\')
-    b.g.nodes[x].source_name = 'x"quoted\\'  # type: ignore[attr-defined]
     with b.module('we"ird path', "Odd\nClass", x) as c:
         c.returns(b.op("node", x))
     b.output(c.outputs[0])
@@ -87,20 +86,20 @@ def test_escaping_of_odd_names_and_labels() -> None:
 
 def test_notes_are_shown_with_four_significant_digits() -> None:
     g = two_blocks()
-    g.by_name("seq_0").note("stats", {"mean": 0.123456, "std": 2.0, "min": -1.0, "max": 12345.678})
-    g.by_name("seq_0").note("tag", "hot")
+    seq0 = g.by_name("seq_0").id
+    g.annotations.set("stats", {seq0: {"mean": 0.123456, "std": 2.0, "min": -1.0, "max": 12345.678}})
+    g.annotations.set("tag", {seq0: "hot"})
     src = ComputationGraph(g, ViewOptions(depth=2)).source
     assert "stats: mean=0.1235 std=2 min=-1 max=1.235e+04\\ntag: hot" in src
 
 
 def test_failed_nodes_are_red() -> None:
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     x = b.input()
     with b.module("bad", "Bad", x, failed=True):
         b.op("matmul", x, failed=True)
-    g = b.g
+    g = b.finish(lint=False)
     g.error = "RuntimeError: shapes cannot be multiplied"
-    b.stack[0].end = g.next_id
     assert 'bad [label="bad: Bad' in ComputationGraph(g, ViewOptions(depth=1)).source
     src = ComputationGraph(g).source
     assert 'matmul [label="matmul\\n→ (1, 4)" fillcolor="#ff9e9e" style="filled,rounded" color=red penwidth=2]' in src
@@ -147,7 +146,7 @@ class Mermaid(Renderer):
     """A third format, written only against the public Renderer interface."""
 
     def begin_graph(self, view: View) -> str:
-        return "flowchart " + {"TB": "TD", "LR": "LR", "BT": "BT", "RL": "RL"}[view.options.graph_dir]
+        return "flowchart " + {"TB": "TD", "LR": "LR", "BT": "BT", "RL": "RL"}[self.options.graph_dir]
 
     def render_node(self, node: ViewNode) -> str:
         text = self.label(node).replace("\n", "<br/>").replace('"', "#quot;")
@@ -265,7 +264,7 @@ def test_repr_outline_nodes_table_inputs_outputs() -> None:
 def test_empty_and_partial_graphs_render() -> None:
     g = Graph()
     assert build_view(g).nodes == []
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     b.input()
     g = b.finish()
     assert ComputationGraph(g).get_view().names() == ["x"]

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from tensorview.graph import Graph
-from tensorview.recording import Recorder
+from tensorview import Recorder
 
 
 def mlp(blocks: int, width: int = 4) -> nn.Module:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
+from typing import Any
 from types import SimpleNamespace
 
 import pytest
@@ -17,7 +18,7 @@ from torch import nn
 import tensorview
 import tensorview.taps as taps
 from tensorview.errors import InvalidInputError, InvalidTypeError
-from tensorview.graph import Graph, ModuleNode
+from tensorview.graph import Graph, GraphBuilder
 from tensorview.taps import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -375,11 +376,16 @@ def test_bad_arguments_raise_errors_naming_the_value() -> None:
 # -- graph annotation --------------------------------------------------------------------
 def ir_graph(paths: list[str]) -> Graph:
     """A hand-built IR: a root module call and one module call per path."""
-    g = Graph()
-    for i, path in enumerate(paths):
-        g.add(ModuleNode(g.next_id, g.names(path or "model"), path, None if i == 0 else 0, path.count(".") + (i > 0),
-                         "Linear", "torch.nn.modules.linear", 0))
-    return g
+    b = GraphBuilder()
+    root = b.add_module(paths[0], "Linear", "torch.nn.modules.linear", None)
+    for path in paths[1:]:
+        b.end_call(b.add_module(path, "Linear", "torch.nn.modules.linear", root))
+    return b.finish()
+
+
+def notes(g: Graph, node_id: int) -> dict[str, Any] | None:
+    """The annotations of one node, ``None`` when it has none."""
+    return g.annotations.of(node_id) or None
 
 
 def test_annotate_notes_stats_on_matching_module_nodes() -> None:
@@ -397,19 +403,20 @@ def test_annotate_notes_stats_on_matching_module_nodes() -> None:
     values = torch.cat([model(x).detach().reshape(-1) for x in xs]).double()
     expected = {"mean": values.mean().item(), "std": values.std(correction=0).item(),
                 "min": values.min().item(), "max": values.max().item(), "samples": 2}
-    for node in (g[3], g[4]):
-        assert node.notes is not None and node.notes["stats"].keys() == expected.keys()
+    for node in (3, 4):
+        noted = notes(g, node)
+        assert noted is not None and noted["stats"].keys() == expected.keys()
         for key, value in expected.items():
-            assert node.notes["stats"][key] == pytest.approx(value)
-    assert g[1].notes is not None and g[1].notes["stats"]["samples"] == 2
-    assert g[0].notes is None and g[2].notes is None  # untapped modules untouched
+            assert noted["stats"][key] == pytest.approx(value)
+    assert notes(g, 1) is not None and notes(g, 1)["stats"]["samples"] == 2  # type: ignore[index]
+    assert notes(g, 0) is None and notes(g, 2) is None  # untapped modules untouched
 
     # a drawn graph holding the IR as .graph; the reduced value is what gets summarised
     drawn = SimpleNamespace(graph=ir_graph(["", "2"]))
     assert summed.annotate(drawn) is drawn
     reduced = sum(model(x).detach() for x in xs)
-    assert drawn.graph[1].notes["stats"]["max"] == pytest.approx(reduced.max().item())
-    assert drawn.graph[1].notes["stats"]["samples"] == 2
+    assert drawn.graph.annotations.of(1)["stats"]["max"] == pytest.approx(reduced.max().item())
+    assert drawn.graph.annotations.of(1)["stats"]["samples"] == 2
 
 
 def test_annotate_skips_non_float_values() -> None:
@@ -418,7 +425,7 @@ def test_annotate_skips_non_float_values() -> None:
     with ForwardInput().modules(emb, names="0") as tap:
         emb(torch.tensor([1, 2]))
     tap.annotate(g)
-    assert g[1].notes is None  # integer indices give no statistics
+    assert notes(g, 1) is None  # integer indices give no statistics
 
 
 # -- public API and docs -------------------------------------------------------------------
@@ -438,7 +445,7 @@ def test_taps_md_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_taps_left_on_while_recording_add_nothing_to_the_graph() -> None:
-    from tensorview.recording import Recorder
+    from tensorview import Recorder
 
     model = mlp()
     x = torch.randn(2, 4)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tensorview.errors import InvalidInputError, InvalidTypeError
-from tensorview.graph import Graph
+from tensorview.graph import Graph, GraphBuilder
+from tensorview.render import RENDER_OPTION_NAMES, RenderOptions
 from tensorview.transform import View, ViewOptions, build_view
 
-from .irbuild import IRBuilder
 
 
 def view(g: Graph, **kw: object) -> View:
@@ -19,7 +19,7 @@ def view(g: Graph, **kw: object) -> View:
 
 def two_blocks() -> Graph:
     """x -> seq(blk0(fc, relu, +x), blk1(fc, relu, +)) -> id (Identity) -> *2."""
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     x = b.input()
     with b.module("seq", "Sequential", x, builtin=True) as seq:
         h = x
@@ -65,7 +65,7 @@ def test_inner_tensors_shown_and_alias_kept_for_a_box() -> None:
 
 
 def test_alias_of_an_opened_call_is_merged_into_what_it_copies() -> None:
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     x = b.input()
     with b.module("skip", "Skip", x) as c:
         b.op("sin", x)  # something inside, so the call opens
@@ -79,7 +79,7 @@ def test_alias_of_an_opened_call_is_merged_into_what_it_copies() -> None:
 
 
 def test_repeated_use_is_counted() -> None:
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     x = b.input()
     y = b.op("mul", x, x)
     b.output(b.op("add", y, y))
@@ -90,7 +90,7 @@ def test_repeated_use_is_counted() -> None:
 
 
 def test_box_edges_are_counted_once_per_use_not_per_inner_use() -> None:
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     x = b.input()
     with b.module("blk", "Block", x) as c:
         y = b.op("mul", x, x)
@@ -101,7 +101,7 @@ def test_box_edges_are_counted_once_per_use_not_per_inner_use() -> None:
 
 
 def test_params_feed_the_box_or_op_that_uses_them() -> None:
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     x = b.input()
     with b.module("fc", "Linear", x, builtin=True) as fc:
         w = b.param("fc.weight")
@@ -117,7 +117,7 @@ def test_params_feed_the_box_or_op_that_uses_them() -> None:
 
 
 def test_result_captured_from_inside_a_box_is_its_result() -> None:
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     x = b.input()
     with b.module("enc", "Enc", x) as c:
         h = b.op("sin", x)
@@ -131,7 +131,7 @@ def test_result_captured_from_inside_a_box_is_its_result() -> None:
 
 
 def rnn(steps: int = 3) -> Graph:
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     h = b.input(name="h")
     for _ in range(steps):
         with b.module("cell", "Cell", h) as c:
@@ -159,7 +159,7 @@ def test_roll_maps_opened_repeats_to_the_first_call_by_position() -> None:
 
 
 def stack(n: int, cls: str = "Layer", ext: bool = True) -> Graph:
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     x = b.input()
     pos = b.input((1, 4), name="pos")
     with b.module("layers", "Stack", x) as st:
@@ -194,7 +194,7 @@ def test_fold_auto_folds_big_graphs() -> None:
 
 
 def test_fold_needs_the_same_structure_and_a_chain() -> None:
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     x = b.input()
     a = b.leaf("a", "Linear", x)
     c = b.leaf("c", "Linear", x)  # not fed by a
@@ -205,12 +205,11 @@ def test_fold_needs_the_same_structure_and_a_chain() -> None:
 
 
 def test_opaque_module_is_a_box_at_any_depth() -> None:
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     x = b.input()
     with b.module("scripted", "RecursiveScriptModule", x, opaque=True) as c:
         pass
-    y = b.tensor("y", (1, 4))
-    b.g.edges.append((c.id, y))
+    y = b.tensor("y", (1, 4), producer=c.id)
     b.output(y)
     g = b.finish()
     assert view(g, depth=9).names() == ["x", "scripted", "y"]
@@ -228,7 +227,7 @@ def test_expand_nested_clusters_nest() -> None:
 
 
 def test_view_orders_nodes_and_edges_by_execution() -> None:
-    v = view(two_blocks(), depth=3, number_nodes=True)
+    v = view(two_blocks(), depth=3)
     assert [n.index for n in v.nodes] == list(range(len(v.nodes)))
     assert [e.order for e in v.edges] == sorted(e.order for e in v.edges)
 
@@ -253,8 +252,9 @@ def test_graph_is_not_changed_by_views() -> None:
     ],
 )
 def test_options_are_validated(kw: dict[str, object], err: type, match: str) -> None:
+    options = RenderOptions if set(kw) & RENDER_OPTION_NAMES else ViewOptions
     with pytest.raises(err, match=match):
-        ViewOptions(**kw)  # type: ignore[arg-type]
+        options(**kw)  # type: ignore[arg-type]
 
 
 def test_replace_rejects_unknown_options() -> None:

@@ -12,12 +12,11 @@ import torch
 from torch import nn
 
 from tensorview.drawing import ComputationGraph
-from tensorview.graph import Graph
-from tensorview.recording import Recorder
+from tensorview.graph import Graph, GraphBuilder
+from tensorview import Recorder
 from tensorview.transform import View, ViewOptions, build_view
 
 from .fixtures.models import ZOO
-from .irbuild import IRBuilder
 
 COMBOS = [
     dict(zip(("depth", "hide_inner_tensors", "roll", "show_params", "expand_nested", "fold"), values))
@@ -119,12 +118,22 @@ def test_roll_on_a_recorded_loop() -> None:
 
 def test_taps_style_notes_show_on_recorded_nodes() -> None:
     cg = record(TinyResNet().eval(), torch.randn(1, 3, 8, 8))
-    cg.graph.by_name("stem").note("stats", {"mean": 0.5, "std": 0.25})
+    cg.annotate(Const("stats", {cg.graph.by_name("stem").id: {"mean": 0.5, "std": 0.25}}))
     assert "stats: mean=0.5 std=0.25" in cg.view(depth=1).source
 
 
+class Const:
+    """An annotation pass with fixed values."""
+
+    def __init__(self, name: str, values: dict[int, Any]) -> None:
+        self.name, self.values = name, values
+
+    def __call__(self, graph: Graph) -> dict[int, Any]:
+        return self.values
+
+
 def big_mlp(blocks: int) -> Graph:
-    b = IRBuilder()
+    b = GraphBuilder("Model")
     h = b.input()
     with b.module("layers", "Sequential", h, builtin=True) as seq:
         x = h
@@ -135,8 +144,7 @@ def big_mlp(blocks: int) -> Graph:
             x = blk.outputs[0]
         seq.returns(x)
     b.output(x)
-    b.stack[0].end = b.g.next_id
-    return b.g
+    return b.finish(lint=False)
 
 
 def test_views_scale_linearly() -> None:

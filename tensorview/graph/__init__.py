@@ -1,31 +1,49 @@
-"""The recorded graph (IR): nodes, edges, lint, listings.  Imports neither torch nor
-graphviz, so every later stage (transform, render) works on plain data."""
+"""The recorded graph (IR) and the view data type: nodes, edges, the builder, lint,
+annotations, listings.  Imports neither torch nor graphviz, so every later stage
+(transform, render) works on plain data."""
 
-from .graph import Graph, Namespace
+from .annotations import AnnotationPass, Annotations, annotate
+from .builder import GraphBuilder, Namespace
+from .graph import Graph, ir_of
 from .nodes import (
-    FUNCTION,
     KINDS,
-    MODULE,
+    NODE_TYPES,
+    PARAM_ROLES,
     ROLES,
     SOURCE_ROLES,
-    TENSOR,
+    BaseNode,
     FunctionNode,
     ModuleNode,
     Node,
     TensorNode,
+    unhandled,
 )
+from .view import VIEW_OPTION_NAMES, Cluster, Fold, View, ViewEdge, ViewNode, ViewOptions
 
 __all__ = [
-    "FUNCTION",
     "KINDS",
-    "MODULE",
+    "NODE_TYPES",
+    "PARAM_ROLES",
     "ROLES",
     "SOURCE_ROLES",
-    "TENSOR",
+    "VIEW_OPTION_NAMES",
+    "AnnotationPass",
+    "Annotations",
+    "BaseNode",
+    "Cluster",
+    "Fold",
     "FunctionNode",
     "Graph",
+    "GraphBuilder",
     "ModuleNode",
     "Namespace",
     "Node",
     "TensorNode",
+    "View",
+    "ViewEdge",
+    "ViewNode",
+    "ViewOptions",
+    "annotate",
+    "ir_of",
+    "unhandled",
 ]

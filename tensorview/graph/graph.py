@@ -4,6 +4,8 @@ Edges run from producer to consumer: tensor -> function (argument), function -> 
 (result), tensor -> module (argument of a module call) and module -> tensor (result of a
 module call).  An edge is listed once per use, so ``x * x`` gives the edge ``x -> mul``
 twice; renderers show that as ``×2``.  The list order is execution order.
+
+A ``Graph`` is filled by ``GraphBuilder`` (builder.py) and read by everything else.
 """
 
 from __future__ import annotations
@@ -11,51 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .nodes import FUNCTION, MODULE, TENSOR, FunctionNode, ModuleNode, Node, TensorNode
-
-
-class Namespace:
-    """Hands out unique readable names: ``add``, ``add_1``, ``add_2`` (as torch.fx does)."""
-
-    __slots__ = ("_used", "_clean")
-
-    def __init__(self) -> None:
-        self._used: dict[str, int] = {}
-        self._clean: dict[str, str] = {}
-
-    def __call__(self, base: str) -> str:
-        clean = self._clean.get(base)
-        if clean is None:
-            clean = self._clean[base] = _sanitize(base)
-        base = clean
-        n = self._used.get(base)
-        if n is None:
-            self._used[base] = 0
-            return base
-        while True:
-            n += 1
-            candidate = f"{base}_{n}"
-            if candidate not in self._used:
-                self._used[base] = n
-                self._used[candidate] = 0
-                return candidate
-
-
-_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-
-def _sanitize(base: str) -> str:
-    if not base:
-        return "node"
-    if base.isascii() and base.isidentifier():  # the common case, checked in C
-        return base
-    if all(c in _SAFE for c in base):
-        out = base
-    else:
-        out = "".join(c if c in _SAFE else "_" for c in base)
-    if out[0].isdigit():
-        out = "_" + out
-    return out
+from ..errors import InvalidTypeError
+from .annotations import Annotations
+from .nodes import FunctionNode, ModuleNode, Node, TensorNode
 
 
 class Graph:
@@ -63,7 +23,8 @@ class Graph:
 
     ``inputs``/``outputs`` are tensor-node ids in argument/return order.  ``root`` is the
     id of the root module call.  ``error`` holds a short description when the forward
-    raised and this is the partial graph recorded up to the failure.
+    raised and this is the partial graph recorded up to the failure.  ``annotations``
+    holds named per-node values added by annotation passes (annotations.py).
     """
 
     def __init__(self) -> None:
@@ -73,20 +34,10 @@ class Graph:
         self.outputs: list[int] = []
         self.root: int | None = None
         self.error: str | None = None
-        self.names = Namespace()
+        self.annotations = Annotations()
         self._adj_size = -1
         self._succ: list[list[int]] = []
         self._pred: list[list[int]] = []
-
-    # -- building -------------------------------------------------------------
-    def add(self, node: Node) -> Node:
-        assert node.id == len(self.nodes), "node ids must be handed out by Graph.next_id"
-        self.nodes.append(node)
-        return node
-
-    @property
-    def next_id(self) -> int:
-        return len(self.nodes)
 
     # -- reading --------------------------------------------------------------
     def __len__(self) -> int:
@@ -98,14 +49,28 @@ class Graph:
     def __getitem__(self, node_id: int) -> Node:
         return self.nodes[node_id]
 
+    def tensor(self, node_id: int) -> TensorNode:
+        """Node ``node_id``, which must be a tensor (``TypeError`` otherwise)."""
+        n = self.nodes[node_id]
+        if type(n) is not TensorNode:
+            raise TypeError(f"{n!r} is not a tensor node")
+        return n
+
+    def module(self, node_id: int) -> ModuleNode:
+        """Node ``node_id``, which must be a module call (``TypeError`` otherwise)."""
+        n = self.nodes[node_id]
+        if type(n) is not ModuleNode:
+            raise TypeError(f"{n!r} is not a module node")
+        return n
+
     def tensors(self) -> Iterator[TensorNode]:
-        return (n for n in self.nodes if n.kind == TENSOR)  # type: ignore[misc]
+        return (n for n in self.nodes if type(n) is TensorNode)
 
     def functions(self) -> Iterator[FunctionNode]:
-        return (n for n in self.nodes if n.kind == FUNCTION)  # type: ignore[misc]
+        return (n for n in self.nodes if type(n) is FunctionNode)
 
     def modules(self) -> Iterator[ModuleNode]:
-        return (n for n in self.nodes if n.kind == MODULE)  # type: ignore[misc]
+        return (n for n in self.nodes if type(n) is ModuleNode)
 
     def by_name(self, name: str) -> Node:
         for n in self.nodes:
@@ -113,32 +78,32 @@ class Graph:
                 return n
         raise KeyError(name)
 
-    def _adjacency(self) -> None:
-        if self._adj_size == len(self.edges) and len(self._succ) == len(self.nodes):
-            return
-        n = len(self.nodes)
-        succ: list[list[int]] = [[] for _ in range(n)]
-        pred: list[list[int]] = [[] for _ in range(n)]
-        for s, d in self.edges:
-            succ[s].append(d)
-            pred[d].append(s)
-        self._succ, self._pred, self._adj_size = succ, pred, len(self.edges)
+    def adjacency(self) -> tuple[list[list[int]], list[list[int]]]:
+        """``(succ, pred)``: consumers and producers/arguments of every node, once per
+        use, in edge order.  Built once per edge count and shared: do not modify."""
+        if self._adj_size != len(self.edges) or len(self._succ) != len(self.nodes):
+            n = len(self.nodes)
+            succ: list[list[int]] = [[] for _ in range(n)]
+            pred: list[list[int]] = [[] for _ in range(n)]
+            for s, d in self.edges:
+                succ[s].append(d)
+                pred[d].append(s)
+            self._succ, self._pred, self._adj_size = succ, pred, len(self.edges)
+        return self._succ, self._pred
 
     def successors(self, node_id: int) -> list[int]:
         """Consumers of ``node_id`` in execution order, once per use."""
-        self._adjacency()
-        return self._succ[node_id]
+        return self.adjacency()[0][node_id]
 
     def predecessors(self, node_id: int) -> list[int]:
         """Arguments (or producers) of ``node_id`` in argument order, once per use."""
-        self._adjacency()
-        return self._pred[node_id]
+        return self.adjacency()[1][node_id]
 
     def producer(self, tensor_id: int) -> int | None:
         """The innermost node that produced a tensor: a function, else a module call."""
         best: int | None = None
         for p in self.predecessors(tensor_id):
-            if self.nodes[p].kind == FUNCTION:
+            if type(self.nodes[p]) is FunctionNode:
                 return p
             if best is None or p > best:  # later-started module call is the inner one
                 best = p
@@ -148,13 +113,14 @@ class Graph:
         return [n for n in self.nodes if n.parent == module_id]
 
     def shapes(self, ids: list[int]) -> list[tuple[int, ...]]:
-        return [self.nodes[i].shape for i in ids if self.nodes[i].kind == TENSOR]  # type: ignore[attr-defined]
+        nodes = self.nodes
+        return [n.shape for n in (nodes[i] for i in ids) if type(n) is TensorNode]
 
     def input_tensors(self, node_id: int) -> list[int]:
-        return [p for p in self.predecessors(node_id) if self.nodes[p].kind == TENSOR]
+        return [p for p in self.predecessors(node_id) if type(self.nodes[p]) is TensorNode]
 
     def output_tensors(self, node_id: int) -> list[int]:
-        return [s for s in self.successors(node_id) if self.nodes[s].kind == TENSOR]
+        return [s for s in self.successors(node_id) if type(self.nodes[s]) is TensorNode]
 
     # -- checks and listings ----------------------------------------------------
     def lint(self) -> None:
@@ -174,3 +140,14 @@ class Graph:
         from .serialize import to_dict
 
         return to_dict(self)
+
+
+def ir_of(graph: object, what: str) -> Graph:
+    """The IR of a ``ComputationGraph`` (its ``.graph``) or of a ``Graph`` itself; a clear
+    error for anything else.  ``what`` names the caller in the message."""
+    ir = graph if isinstance(graph, Graph) else getattr(graph, "graph", None)
+    if not isinstance(ir, Graph):
+        raise InvalidTypeError(
+            f"{what} needs a tensorview Graph or ComputationGraph, got {type(graph).__name__}: {graph!r:.80}"
+        )
+    return ir

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import GraphLintError
-from .nodes import FUNCTION, MODULE, ROLES, SOURCE_ROLES, TENSOR
+from .nodes import FunctionNode, ModuleNode, ROLES, SOURCE_ROLES, TensorNode
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -26,56 +26,56 @@ def lint(g: Graph) -> None:
     for s, d in g.edges:
         if not (0 <= s < n and 0 <= d < n):
             raise GraphLintError(f"edge ({s}, {d}) names a missing node")
-        ks, kd = nodes[s].kind, nodes[d].kind
-        if (ks == TENSOR) == (kd == TENSOR):
-            raise GraphLintError(f"edge {nodes[s].name} -> {nodes[d].name} joins {ks} to {kd}")
+        a, b = nodes[s], nodes[d]
+        if isinstance(a, TensorNode) == isinstance(b, TensorNode):
+            raise GraphLintError(f"edge {a.name} -> {b.name} joins {a.kind} to {b.kind}")
     # module nesting
-    roots = [m for m in nodes if m.kind == MODULE and m.parent is None]
+    roots = [m for m in nodes if isinstance(m, ModuleNode) and m.parent is None]
     if nodes and len(roots) != 1:
         raise GraphLintError(f"expected exactly one root module call, found {len(roots)}")
     for node in nodes:
         if node.parent is None:
-            if node.kind != MODULE:
+            if not isinstance(node, ModuleNode):
                 raise GraphLintError(f"{node!r} has no parent module")
             if node.depth != 0 or node.path != "":
                 raise GraphLintError(f"root call {node!r} must have depth 0 and path ''")
             continue
         p = nodes[node.parent] if 0 <= node.parent < n else None
-        if p is None or p.kind != MODULE:
+        if not isinstance(p, ModuleNode):
             raise GraphLintError(f"{node!r} has parent {node.parent}, not a module call")
         if node.depth != p.depth + 1:
             raise GraphLintError(f"{node!r} has depth {node.depth} under parent depth {p.depth}")
-        if node.kind == MODULE:
+        if isinstance(node, ModuleNode):
             if p.path and not node.path:
                 raise GraphLintError(f"{node!r} has an empty path under {p!r}")
         elif node.path != p.path:
             raise GraphLintError(f"{node!r} has path {node.path!r}, its module is {p.path!r}")
-        if not node.kind == TENSOR and not p.contains(node.id):  # type: ignore[attr-defined]
+        if not isinstance(node, TensorNode) and not p.contains(node.id):
             raise GraphLintError(f"{node!r} lies outside the call of its parent {p!r}")
     for m in nodes:
-        if m.kind == MODULE and m.end >= 0 and m.end < m.id:  # type: ignore[attr-defined]
+        if isinstance(m, ModuleNode) and m.end >= 0 and m.end < m.id:
             raise GraphLintError(f"{m!r} ends before it starts")
     # tensors: a producer unless a source; roles known
-    g._adjacency()
+    pred = g.adjacency()[1]
     for t in nodes:
-        if t.kind != TENSOR:
+        if not isinstance(t, TensorNode):
             continue
-        role = t.role  # type: ignore[attr-defined]
+        role = t.role
         if role not in ROLES:
             raise GraphLintError(f"{t!r} has unknown role {role!r}")
-        producers = [p for p in g.predecessors(t.id)]
+        producers = pred[t.id]
         if role in SOURCE_ROLES:
             if producers:
                 raise GraphLintError(f"source tensor {t!r} ({role}) has a producer")
         elif not producers:
             raise GraphLintError(f"tensor {t!r} ({role}) has no producer")
-        if sum(1 for p in producers if nodes[p].kind == FUNCTION) > 1:
+        if sum(1 for p in producers if isinstance(nodes[p], FunctionNode)) > 1:
             raise GraphLintError(f"tensor {t!r} has more than one producing function")
-        c = t.copy_of  # type: ignore[attr-defined]
-        if c is not None and not (0 <= c < n and nodes[c].kind == TENSOR):
+        c = t.copy_of
+        if c is not None and not (0 <= c < n and isinstance(nodes[c], TensorNode)):
             raise GraphLintError(f"{t!r} is a copy of {c}, not a tensor")
     for i in g.inputs + g.outputs:
-        if not (0 <= i < n and nodes[i].kind == TENSOR):
+        if not (0 <= i < n and isinstance(nodes[i], TensorNode)):
             raise GraphLintError(f"graph input/output {i} is not a tensor node")
     _check_acyclic(g)
 
@@ -86,12 +86,13 @@ def _check_acyclic(g: Graph) -> None:
     indeg = [0] * n
     for _, d in g.edges:
         indeg[d] += 1
+    succ = g.adjacency()[0]
     stack = [i for i in range(n) if indeg[i] == 0]
     seen = 0
     while stack:
         v = stack.pop()
         seen += 1
-        for w in g.successors(v):
+        for w in succ[v]:
             indeg[w] -= 1
             if indeg[w] == 0:
                 stack.append(w)

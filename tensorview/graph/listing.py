@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .nodes import FUNCTION, TENSOR
+from .nodes import FunctionNode, ModuleNode, TensorNode, unhandled
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -23,17 +23,15 @@ def fmt_shapes(shapes: list[tuple[int, ...]]) -> str:
 def rows(g: Graph) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     for n in g.nodes:
-        if n.kind == TENSOR:
-            op = n.role  # type: ignore[attr-defined]
-            ins = ""
-            outs = fmt_shape(n.shape)  # type: ignore[attr-defined]
-        else:
-            if n.kind == FUNCTION:
-                op = n.op  # type: ignore[attr-defined]
-            else:
-                op = n.cls_name  # type: ignore[attr-defined]
-            ins = fmt_shapes(g.shapes(g.input_tensors(n.id)))
-            outs = fmt_shapes(g.shapes(g.output_tensors(n.id)))
+        match n:
+            case TensorNode():
+                op, ins, outs = n.role, "", fmt_shape(n.shape)
+            case FunctionNode() | ModuleNode():
+                op = n.op if isinstance(n, FunctionNode) else n.cls_name
+                ins = fmt_shapes(g.shapes(g.input_tensors(n.id)))
+                outs = fmt_shapes(g.shapes(g.output_tensors(n.id)))
+            case _:
+                unhandled(n)
         out.append((n.name, n.kind, n.path or "''", op, ins, outs))
     return out
 

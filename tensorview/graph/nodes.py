@@ -8,120 +8,88 @@ its execution ``order`` in the forward pass.  ``parent`` is the id of the enclos
 module-call node (``None`` only for the root module call) and ``path`` the qualified
 name of that module (``""`` for the root), so depth collapse and module-path listings
 are plain operations on these fields.
+
+Nodes are made only by ``GraphBuilder`` (builder.py), which hands out ids, names,
+parents and depths.  Code that treats kinds differently dispatches on the type with
+``match`` and ends with ``case _: unhandled(node)``, so a new kind fails loudly (and
+mypy reports every ``match`` that misses it) instead of being drawn as another kind.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-TENSOR = "tensor"
-FUNCTION = "function"
-MODULE = "module"
-KINDS = (TENSOR, FUNCTION, MODULE)
+from dataclasses import dataclass
+from typing import ClassVar, NoReturn, Union
 
 #: Roles of tensor nodes.  Sources (no producer) are inputs and the last five.
 ROLES = ("input", "output", "intermediate", "created", "constant", "parameter", "buffer")
 SOURCE_ROLES = frozenset({"input", "created", "constant", "parameter", "buffer"})
+#: roles of tensors that belong to the model (drawn as parameter nodes with ``show_params``)
+PARAM_ROLES = frozenset({"parameter", "buffer"})
 
 
-class Node:
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class BaseNode:
     """Common part of all nodes."""
 
-    __slots__ = ("id", "name", "path", "parent", "depth", "notes")
-    kind: str = ""
-
-    def __init__(self, id: int, name: str, path: str, parent: int | None, depth: int) -> None:
-        self.id = id
-        self.name = name  # unique, readable: ``layer1_0_conv1``, ``add_1``
-        self.path = path  # qualified module path (own path for modules, enclosing one otherwise)
-        self.parent = parent
-        self.depth = depth
-        #: free-form annotations (e.g. tap statistics); ``None`` until someone adds one
-        self.notes: dict[str, Any] | None = None
+    #: the kind's name in JSON and listings (``"tensor"``, ``"function"``, ``"module"``)
+    kind: ClassVar[str] = ""
+    id: int
+    name: str  # unique, readable: ``layer1_0_conv1``, ``add_1``
+    path: str  # qualified module path (own path for modules, enclosing one otherwise)
+    parent: int | None
+    depth: int
 
     @property
     def order(self) -> int:
         """Position in execution order (ids are handed out as the forward runs)."""
         return self.id
 
-    def note(self, key: str, value: Any) -> None:
-        if self.notes is None:
-            self.notes = {}
-        self.notes[key] = value
-
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id} {self.name!r} path={self.path!r}>"
 
 
-class TensorNode(Node):
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class TensorNode(BaseNode):
     """One version of a tensor.  An in-place op makes a new version (a new node)."""
 
-    __slots__ = ("shape", "dtype", "device", "role", "copy_of", "source_name")
-    kind = TENSOR
+    kind: ClassVar[str] = "tensor"
+    shape: tuple[int, ...]
+    dtype: str
+    device: str
+    role: str
+    #: id of the outer tensor this node stands for (a module's pass-through result)
+    copy_of: int | None = None
+    #: qualified name for parameters/buffers (``layer1.0.conv1.weight``), argument name for inputs
+    source_name: str | None = None
 
-    def __init__(
-        self,
-        id: int,
-        name: str,
-        path: str,
-        parent: int | None,
-        depth: int,
-        shape: tuple[int, ...],
-        dtype: str,
-        device: str,
-        role: str,
-        copy_of: int | None = None,
-        source_name: str | None = None,
-    ) -> None:
-        super().__init__(id, name, path, parent, depth)
-        self.shape = shape
-        self.dtype = dtype
-        self.device = device
-        self.role = role
-        #: id of the outer tensor this node stands for (a module's pass-through result)
-        self.copy_of = copy_of
-        #: qualified name for parameters/buffers (``layer1.0.conv1.weight``), argument name for inputs
-        self.source_name = source_name
+    @property
+    def is_param(self) -> bool:
+        """A parameter or buffer of the model."""
+        return self.role in PARAM_ROLES
 
 
-class FunctionNode(Node):
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class FunctionNode(BaseNode):
     """One call of a torch function, tensor method or operator."""
 
-    __slots__ = ("op", "failed")
-    kind = FUNCTION
-
-    def __init__(self, id: int, name: str, path: str, parent: int | None, depth: int, op: str) -> None:
-        super().__init__(id, name, path, parent, depth)
-        self.op = op  # display name of the op: ``add``, ``conv2d``, ``setitem``, ``relu_``
-        self.failed = False
+    kind: ClassVar[str] = "function"
+    op: str  # display name of the op: ``add``, ``conv2d``, ``setitem``, ``relu_``
+    failed: bool = False
 
 
-class ModuleNode(Node):
+@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+class ModuleNode(BaseNode):
     """One call of an ``nn.Module``.  Its descendants have ids in ``(id, end)``."""
 
-    __slots__ = ("cls_name", "cls_module", "call_index", "end", "failed", "opaque")
-    kind = MODULE
-
-    def __init__(
-        self,
-        id: int,
-        name: str,
-        path: str,
-        parent: int | None,
-        depth: int,
-        cls_name: str,
-        cls_module: str,
-        call_index: int,
-    ) -> None:
-        super().__init__(id, name, path, parent, depth)
-        self.cls_name = cls_name
-        self.cls_module = cls_module
-        self.call_index = call_index  # how many earlier calls of this path in the forward
-        #: first id after the call ended (all descendants have smaller ids); -1 while running
-        self.end = -1
-        self.failed = False
-        #: True when nothing inside the call was recorded (scripted or C++ modules)
-        self.opaque = False
+    kind: ClassVar[str] = "module"
+    cls_name: str
+    cls_module: str
+    call_index: int  # how many earlier calls of this path in the forward
+    #: first id after the call ended (all descendants have smaller ids); -1 while running
+    end: int = -1
+    failed: bool = False
+    #: True when nothing inside the call was recorded (scripted or C++ modules)
+    opaque: bool = False
 
     @property
     def is_torch_builtin(self) -> bool:
@@ -132,3 +100,16 @@ class ModuleNode(Node):
         """Whether ``node_id`` was created during this call (it is a descendant)."""
         end = self.end if self.end >= 0 else 1 << 62
         return self.id < node_id < end
+
+
+#: any node of the graph; ``match`` on it and end with ``case _: unhandled(node)``
+Node = Union[TensorNode, FunctionNode, ModuleNode]
+#: the node types, in the order kinds are listed
+NODE_TYPES: tuple[type[BaseNode], ...] = (TensorNode, FunctionNode, ModuleNode)
+KINDS = tuple(t.kind for t in NODE_TYPES)
+
+
+def unhandled(node: NoReturn) -> NoReturn:
+    """The default branch of a ``match`` over node types: mypy proves it unreachable for
+    the known kinds; at run time a new kind that a ``match`` forgot fails here."""
+    raise TypeError(f"unhandled node kind {type(node).__name__}: {node!r}")

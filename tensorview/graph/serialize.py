@@ -2,14 +2,14 @@
 
 Schema ``tensorview.graph`` version 1 is documented in docs/json-schema.md.  Edges are
 merged per (source, target) pair with a ``count`` (``x * x`` gives one edge, count 2)
-and the ``order`` of the first use.
+and the ``order`` of the first use.  Annotations appear per node under ``notes``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .nodes import FUNCTION, MODULE, TENSOR
+from .nodes import FunctionNode, ModuleNode, Node, TensorNode, unhandled
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -33,7 +33,7 @@ def merged_edges(g: Graph) -> list[tuple[int, int, int, int]]:
     return [(s, d, c, o) for s, d, c, o in out]
 
 
-def node_record(g: Graph, node: Any) -> dict[str, Any]:
+def node_record(g: Graph, node: Node) -> dict[str, Any]:
     rec: dict[str, Any] = {
         "id": node.id,
         "kind": node.kind,
@@ -43,31 +43,35 @@ def node_record(g: Graph, node: Any) -> dict[str, Any]:
         "parent": node.parent,
         "order": node.order,
     }
-    if node.kind == TENSOR:
-        rec["input_shapes"] = []
-        rec["output_shapes"] = [list(node.shape)]
-        rec["dtypes"] = [node.dtype]
-        rec["device"] = node.device
-        rec["role"] = node.role
-        rec["copy_of"] = node.copy_of
-        if node.source_name is not None:
-            rec["source_name"] = node.source_name
-    else:
-        ins = g.input_tensors(node.id)
-        outs = g.output_tensors(node.id)
-        rec["input_shapes"] = [list(s) for s in g.shapes(ins)]
-        rec["output_shapes"] = [list(s) for s in g.shapes(outs)]
-        rec["dtypes"] = sorted({g.nodes[i].dtype for i in ins + outs})  # type: ignore[attr-defined]
-        rec["failed"] = node.failed
-        if node.kind == FUNCTION:
-            rec["op"] = node.op
-        elif node.kind == MODULE:
-            rec["class"] = node.cls_name
-            rec["class_module"] = node.cls_module
-            rec["call_index"] = node.call_index
-            rec["opaque"] = node.opaque
-    if node.notes:
-        rec["notes"] = {k: _jsonable(v) for k, v in node.notes.items()}
+    match node:
+        case TensorNode():
+            rec["input_shapes"] = []
+            rec["output_shapes"] = [list(node.shape)]
+            rec["dtypes"] = [node.dtype]
+            rec["device"] = node.device
+            rec["role"] = node.role
+            rec["copy_of"] = node.copy_of
+            if node.source_name is not None:
+                rec["source_name"] = node.source_name
+        case FunctionNode() | ModuleNode():
+            ins = g.input_tensors(node.id)
+            outs = g.output_tensors(node.id)
+            rec["input_shapes"] = [list(s) for s in g.shapes(ins)]
+            rec["output_shapes"] = [list(s) for s in g.shapes(outs)]
+            rec["dtypes"] = sorted({g.tensor(i).dtype for i in ins + outs})
+            rec["failed"] = node.failed
+            if isinstance(node, FunctionNode):
+                rec["op"] = node.op
+            else:
+                rec["class"] = node.cls_name
+                rec["class_module"] = node.cls_module
+                rec["call_index"] = node.call_index
+                rec["opaque"] = node.opaque
+        case _:
+            unhandled(node)
+    notes = g.annotations.of(node.id) if g.annotations else None
+    if notes:
+        rec["notes"] = {k: _jsonable(v) for k, v in notes.items()}
     return rec
 
 
@@ -81,20 +85,15 @@ def _jsonable(v: Any) -> Any:
     return repr(v)
 
 
+def envelope(schema: str, version: int, graph: dict[str, Any], **parts: Any) -> dict[str, Any]:
+    """The node-link envelope shared by the graph and view JSON."""
+    return {"schema": schema, "schema_version": version, "directed": True, "multigraph": False, "graph": graph, **parts}
+
+
 def to_dict(g: Graph) -> dict[str, Any]:
-    return {
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "directed": True,
-        "multigraph": False,
-        "graph": {
-            "inputs": list(g.inputs),
-            "outputs": list(g.outputs),
-            "root": g.root,
-            "error": g.error,
-        },
-        "nodes": [node_record(g, n) for n in g.nodes],
-        "edges": [
-            {"source": s, "target": d, "count": c, "order": o} for s, d, c, o in merged_edges(g)
-        ],
-    }
+    return envelope(
+        SCHEMA, SCHEMA_VERSION,
+        {"inputs": list(g.inputs), "outputs": list(g.outputs), "root": g.root, "error": g.error},
+        nodes=[node_record(g, n) for n in g.nodes],
+        edges=[{"source": s, "target": d, "count": c, "order": o} for s, d, c, o in merged_edges(g)],
+    )

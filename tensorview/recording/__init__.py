@@ -1,9 +1,12 @@
 """Recording: the only part of tensorview that touches torch internals.
 
 ``Recorder`` patches ``nn.Module.__call__`` (undone on exit), pushes a TorchFunctionMode
-for the root call and wraps the root inputs as ``RecorderTensor``; see session.py."""
+for the root call and wraps the root inputs as ``RecorderTensor``; its ``graph`` is the
+IR ``Graph``.  Pieces: session.py (one recording, composed of ops.py, calls.py and
+boundary.py over state.py), optable.py (what torch functions are), metacache.py (meta
+replay), tree.py (nested values), inputs.py (model inputs and placement), patch.py."""
 
-from .recorder import Recorder, is_patched
+from .recorder import BaseRecorder, Recorder, is_patched
 from .tensor import RecorderTensor
 
-__all__ = ["Recorder", "RecorderTensor", "is_patched"]
+__all__ = ["BaseRecorder", "Recorder", "RecorderTensor", "is_patched"]

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from ..errors import InvalidInputError, InvalidTypeError
+from .optable import MODULE_ATTRS
 from .tree import map_tensors, strip_in_place
 
 
@@ -108,10 +109,9 @@ def placed(model: nn.Module, device: torch.device | None) -> Iterator[nn.Module]
         ) from e
     # plain tensor attributes (not parameters or buffers) were deep-copied where they
     # were; on the copy, move them too, so `x * self.mask` works on the device
-    internals = frozenset(nn.Module().__dict__)
     for m in clone.modules():
         d = m.__dict__
-        for k in d.keys() - internals:
+        for k in d.keys() - MODULE_ATTRS:
             if isinstance(d[k], (torch.Tensor, list, tuple, dict)):
                 d[k] = strip_in_place(d[k], lambda t: t.device != device, lambda t: t.to(device), objects=False)
     yield clone

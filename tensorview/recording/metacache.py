@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from .optable import storage_owner
+
 _Tensor = torch.Tensor
 _increment_version = torch.autograd.graph.increment_version
 _ATOMS = (int, float, bool, str, type(None), type(Ellipsis), torch.dtype, torch.device,
@@ -69,14 +71,9 @@ def _describe(a: Any, parts: list[Any], depth: int) -> bool:
     return False
 
 
-def _root(t: _Tensor) -> _Tensor:
-    b = t._base
-    return t if b is None else b
-
-
 def template_of(out: Any, ins: list[_Tensor], before: list[int]) -> Any:
     """How to replay ``out`` (the op's result) from the arguments ``ins``; MISS if not."""
-    roots = [_root(t) for t in ins]
+    roots = [storage_owner(t) for t in ins]
     bumps = tuple((i, t._version - v) for i, (t, v) in enumerate(zip(ins, before)) if t._version != v)
     if any(d < 0 for _, d in bumps):
         return MISS

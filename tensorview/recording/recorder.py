@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Generic, TypeVar
 
 from torch import nn
 
 from ..errors import InvalidTypeError, RecordingError, TensorviewError
+from ..graph import Graph
 from .patch import SharedPatch
 from .session import Session
 from .tensor import _tls, current_session
+
+#: what a recorder hands back: the IR ``Graph`` here, a drawable graph in ``tensorview``
+R = TypeVar("R")
 
 
 def _make_call(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -30,15 +34,9 @@ def _make_call(original: Callable[..., Any]) -> Callable[..., Any]:
 MODULE_CALL = SharedPatch(nn.Module, "__call__", _make_call)
 
 
-class Recorder:
-    """Record the first call of ``model`` made inside the ``with`` block.
-
-    >>> import torch, tensorview as tv
-    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU())
-    >>> with tv.Recorder(model) as rec:
-    ...     out = model(torch.randn(1, 4))
-    >>> [m.path for m in rec.graph.graph.modules()]
-    ['', '0', '1']
+class BaseRecorder(Generic[R]):
+    """Record the first call of ``model`` made inside the ``with`` block; ``graph`` is
+    the result of ``_result(ir)`` (subclasses decide what users get).
 
     The output is a plain tensor with the same values as without recording; the model is
     left as it was (no hook, no patch remains, also when ``forward`` raises).  ``device``
@@ -49,21 +47,20 @@ class Recorder:
     meta models several times faster.  Graphs are the same either way.
     """
 
-    def __init__(
-        self, model: nn.Module, *, device: Any = None, graph_options: Any = None, meta_replay: bool = True
-    ) -> None:
+    def __init__(self, model: nn.Module, *, device: Any = None, meta_replay: bool = True) -> None:
         if not isinstance(model, nn.Module):
             raise InvalidTypeError(
                 f"Recorder needs a torch.nn.Module, got {type(model).__name__}: {model!r:.80}"
             )
         self.model = model
         self.device = device
-        self.graph_options = graph_options
         self.meta_replay = meta_replay
         self._session: Session | None = None
-        self._previous: Any = None
 
-    def __enter__(self) -> Recorder:
+    def _result(self, graph: Graph) -> R:
+        raise NotImplementedError
+
+    def __enter__(self) -> BaseRecorder[R]:
         if current_session() is not None:
             raise TensorviewError("a Recorder is already active in this thread; recorders do not nest")
         self._session = Session(self.model, device=self.device, meta_replay=self.meta_replay)
@@ -80,19 +77,20 @@ class Recorder:
 
     # -- results ---------------------------------------------------------------------------
     @property
-    def graph(self) -> Any:
-        """The recorded graph as a ``ComputationGraph`` (drawable, with views)."""
-        from ..drawing import ComputationGraph
-
+    def ir(self) -> Graph:
+        """The recorded IR ``Graph``."""
         if self._session is None or self._session.graph.root is None:
             raise TensorviewError(
                 "nothing was recorded: call the model inside the `with Recorder(model)` block"
             )
-        return ComputationGraph(self._session.graph, self.graph_options)
+        return self._session.graph
+
+    @property
+    def graph(self) -> R:
+        """The recorded graph (see ``_result``)."""
+        return self._result(self.ir)
 
     def _recording_error(self, session: Session, exc: Exception) -> RecordingError:
-        from ..drawing import ComputationGraph
-
         g = session.graph
         path, op = session.failure or ("", "")
         where = f"module {path!r}" if path else "the root module"
@@ -103,7 +101,7 @@ class Recorder:
             where += f", op {op!r}"
         g.error = f"{type(exc).__name__}: {exc}"
         msg = f"forward raised in {where}: {type(exc).__name__}: {exc}"
-        partial = ComputationGraph(g, self.graph_options) if g.root is not None else None
+        partial = self._result(g) if g.root is not None else None
         err_cls: type[RecordingError] = RecordingError
         if not isinstance(exc, RuntimeError):
             # keep `except ValueError` (or the like) in the caller's code working
@@ -118,9 +116,30 @@ class Recorder:
         return err
 
 
+class Recorder(BaseRecorder[Graph]):
+    """The recorder of ``tensorview.recording``: ``graph`` is the IR ``Graph``.  Users
+    normally take ``tensorview.Recorder``, whose ``graph`` is a drawable
+    ``ComputationGraph`` (same recording).
+
+    >>> import torch
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU())
+    >>> with Recorder(model) as rec:
+    ...     out = model(torch.randn(1, 4))
+    >>> [m.path for m in rec.graph.modules()]
+    ['', '0', '1']
+    """
+
+    def _result(self, graph: Graph) -> Graph:
+        return graph
+
+    def __enter__(self) -> Recorder:
+        super().__enter__()
+        return self
+
+
 def is_patched() -> bool:
     """Whether tensorview's ``nn.Module.__call__`` wrapper is installed (for tests)."""
     return bool(getattr(nn.Module.__call__, "__tensorview__", False))
 
 
-__all__ = ["Recorder", "is_patched"]
+__all__ = ["BaseRecorder", "Recorder", "is_patched"]

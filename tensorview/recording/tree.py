@@ -121,3 +121,15 @@ def _strip(obj: Any, is_ours: Callable[[Any], bool], fix: Callable[[Any], Any], 
             if nv is not v:
                 d[k] = nv
     return obj
+
+
+def flat_tensors(obj: Any) -> list[torch.Tensor]:
+    """The tensors inside a nested value, in traversal order (what ``map_tensors`` visits)."""
+    found: list[torch.Tensor] = []
+
+    def visit(t: torch.Tensor) -> torch.Tensor:
+        found.append(t)
+        return t
+
+    map_tensors(obj, visit)
+    return found

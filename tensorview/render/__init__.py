@@ -1,30 +1,40 @@
 """Render: views as Graphviz DOT, node-link JSON, or any format written against the
-small ``Renderer`` interface; ``GraphvizStyler`` decides how Graphviz output looks."""
+small ``Renderer`` interface; ``GraphvizStyler`` decides how Graphviz output looks,
+``RenderOptions`` how a view is drawn, and formats.py lists the file formats."""
 
 from .base import Renderer
-from .compat import make_dot
 from .dot import BOUNDED_LAYOUT, DotRenderer, is_big
 from .escape import attr_list, quote
 from .executable import INSTALL_HINT, find_dot, render_digraph, run_dot
+from .formats import Drawing, Format, format_for, formats, register
 from .labels import fmt_value, label_lines, node_label
 from .node_link import JsonRenderer
+from .options import GRAPH_DIRS, LAYOUTS, RENDER_OPTION_NAMES, RenderOptions
 from .style import GraphvizStyler
 
 __all__ = [
     "BOUNDED_LAYOUT",
+    "GRAPH_DIRS",
     "INSTALL_HINT",
+    "LAYOUTS",
+    "RENDER_OPTION_NAMES",
     "DotRenderer",
+    "Drawing",
+    "Format",
     "GraphvizStyler",
     "JsonRenderer",
+    "RenderOptions",
     "Renderer",
     "attr_list",
     "find_dot",
     "fmt_value",
+    "format_for",
+    "formats",
     "is_big",
     "label_lines",
-    "make_dot",
     "node_label",
     "quote",
+    "register",
     "render_digraph",
     "run_dot",
 ]

@@ -4,22 +4,27 @@
 ``begin_module(cluster)``/``end_module(cluster)`` for nested opened modules, innermost
 last), then ``render_edge(src, dst, count)`` for every edge in order of first use, then
 ``end_graph``.  Each hook returns a piece of text (or ``None``); ``render`` joins the
-pieces with newlines.  Subclasses need only the hooks; labels come from ``self.label``.
+pieces with newlines.  Subclasses need only the hooks; labels come from ``self.label``,
+and how to draw (direction, name, numbering) from ``self.options`` (``RenderOptions``).
 """
 
 from __future__ import annotations
 
-from ..transform.view import Cluster, View, ViewNode
+from ..graph import Cluster, View, ViewNode
 from .labels import node_label
+from .options import RenderOptions
 
 
 class Renderer:
     """Base class of output formats.  Override the hooks; ``render`` drives them."""
 
     view: View
+    options: RenderOptions = RenderOptions()
 
-    def render(self, view: View) -> str:
+    def render(self, view: View, options: RenderOptions | None = None) -> str:
+        """The text of ``view`` drawn as ``options`` say (default ``RenderOptions()``)."""
         self.view = view
+        self.options = options if options is not None else RenderOptions()
         out: list[str] = []
 
         def put(piece: str | None) -> None:
@@ -38,13 +43,13 @@ class Renderer:
             items: list[tuple[int, int, ViewNode | Cluster]] = [(n.order, 0, n) for n in nodes.get(cluster, ())]
             items.extend((c.order, 1, c) for c in kids.get(cluster, ()))
             items.sort(key=lambda item: (item[0], item[1]))
-            for _, is_cluster, item in items:
-                if is_cluster:
-                    put(self.begin_module(item))  # type: ignore[arg-type]
+            for _, _, item in items:
+                if isinstance(item, Cluster):
+                    put(self.begin_module(item))
                     region(item.id)
-                    put(self.end_module(item))  # type: ignore[arg-type]
+                    put(self.end_module(item))
                 else:
-                    put(self.render_node(item))  # type: ignore[arg-type]
+                    put(self.render_node(item))
 
         region(None)
         by = view.by_id
@@ -55,7 +60,7 @@ class Renderer:
 
     def label(self, node: ViewNode) -> str:
         """The node's label text (lines joined with ``\\n``)."""
-        return node_label(self.view, node)
+        return node_label(self.view, node, self.options)
 
     # -- hooks -------------------------------------------------------------------------
     def begin_graph(self, view: View) -> str | None:

@@ -12,9 +12,10 @@ from typing import Any
 
 import graphviz
 
-from ..transform.view import Cluster, View, ViewNode
+from ..graph import Cluster, View, ViewNode
 from .base import Renderer
 from .escape import attr_list, quote
+from .options import RenderOptions
 from .style import GraphvizStyler
 
 #: a view with more nodes or edges than these gets the bounded layout (``layout="auto"``)
@@ -45,11 +46,12 @@ class DotRenderer(Renderer):
 
     def begin_graph(self, view: View) -> str:
         self._indent = "\t"
-        graph_attr = dict(self.styler.style_graph(view))
-        if view.options.layout == "auto" and is_big(view):
+        graph_attr: dict[str, Any] = {"rankdir": self.options.graph_dir}
+        graph_attr.update(self.styler.style_graph(view))
+        if self.options.layout == "auto" and is_big(view):
             for k, v in BOUNDED_LAYOUT.items():
                 graph_attr.setdefault(k, v)
-        lines = [f"digraph {quote(view.options.graph_name)} {{"]
+        lines = [f"digraph {quote(self.options.graph_name)} {{"]
         if graph_attr:
             lines.append(f"\tgraph{attr_list(graph_attr)}")
         lines.append(f"\tnode{attr_list(self.styler.node_defaults)}")
@@ -81,10 +83,11 @@ class DotRenderer(Renderer):
     def end_graph(self, view: View) -> str:
         return "}"
 
-    def digraph(self, view: View, source: str | None = None) -> graphviz.Digraph:
+    def digraph(self, view: View, options: RenderOptions | None = None, source: str | None = None) -> graphviz.Digraph:
         """A ``graphviz.Digraph`` whose ``.source`` is this renderer's output, built
         from the body lines directly (no per-node calls into the graphviz package)."""
-        text = source if source is not None else self.render(view)
+        opts = options if options is not None else RenderOptions()
+        text = source if source is not None else self.render(view, opts)
         lines = text.split("\n")
         body = [line + "\n" for line in lines[1:-2]]  # between the head and the closing brace
-        return graphviz.Digraph(name=view.options.graph_name, body=body)
+        return graphviz.Digraph(name=opts.graph_name, body=body)

@@ -5,56 +5,58 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..graph import MODULE, TENSOR, Graph
+from ..graph import FunctionNode, Graph, ModuleNode, TensorNode, View, ViewNode, unhandled
 from ..graph.listing import fmt_shape
-from ..transform.view import View, ViewNode
+from .options import RenderOptions
 
 MAX_SHAPES = 4
 
 
-def node_label(view: View, node: ViewNode) -> str:
-    return "\n".join(label_lines(view, node))
+def node_label(view: View, node: ViewNode, options: RenderOptions | None = None) -> str:
+    return "\n".join(label_lines(view, node, options))
 
 
-def label_lines(view: View, node: ViewNode) -> list[str]:
-    g, opts, ir = view.graph, view.options, node.ir
-    if node.kind == MODULE:
-        lines = [module_title(g, node)]
-        if node.calls > 1:
-            lines.append(f"×{node.calls} calls")
-        if opts.show_shapes:
-            last = node.members[-1] if node.members else node.id
-            ins = _tensor_texts(g, g.input_tensors(node.id))
-            outs = _tensor_texts(g, g.output_tensors(last))
-            lines.append(f"{ins} → {outs}")
-    elif node.kind == TENSOR:
-        role = ir.role  # type: ignore[attr-defined]
-        lines = [ir.source_name or ir.name]  # type: ignore[attr-defined]
-        if role in ("parameter", "buffer"):
-            lines.append(f"{fmt_shape(ir.shape)} {ir.dtype}")  # type: ignore[attr-defined]
-            lines.append(f"{math.prod(ir.shape):,} elements")  # type: ignore[attr-defined]
-        elif opts.show_shapes:
-            lines.append(tensor_text(ir))
-    else:
-        lines = [ir.op]  # type: ignore[attr-defined]
-        if node.calls > 1:
-            lines.append(f"×{node.calls} calls")
-        if opts.show_shapes:
-            lines.append("→ " + _tensor_texts(g, g.output_tensors(node.id)))
-    if ir.notes:
-        lines.extend(f"{k}: {fmt_value(v)}" for k, v in ir.notes.items())
-    if opts.number_nodes:
+def label_lines(view: View, node: ViewNode, options: RenderOptions | None = None) -> list[str]:
+    g, shapes, ir = view.graph, view.options.show_shapes, node.ir
+    match ir:
+        case ModuleNode():
+            lines = [module_title(g, node, ir)]
+            if node.calls > 1:
+                lines.append(f"×{node.calls} calls")
+            if shapes:
+                last = node.members[-1] if node.members else node.id
+                ins = _tensor_texts(g, g.input_tensors(node.id))
+                outs = _tensor_texts(g, g.output_tensors(last))
+                lines.append(f"{ins} → {outs}")
+        case TensorNode():
+            lines = [ir.source_name or ir.name]
+            if ir.is_param:
+                lines.append(f"{fmt_shape(ir.shape)} {ir.dtype}")
+                lines.append(f"{math.prod(ir.shape):,} elements")
+            elif shapes:
+                lines.append(tensor_text(ir))
+        case FunctionNode():
+            lines = [ir.op]
+            if node.calls > 1:
+                lines.append(f"×{node.calls} calls")
+            if shapes:
+                lines.append("→ " + _tensor_texts(g, g.output_tensors(node.id)))
+        case _:
+            unhandled(ir)
+    notes = g.annotations.of(ir.id) if g.annotations else None
+    if notes:
+        lines.extend(f"{k}: {fmt_value(v)}" for k, v in notes.items())
+    if options is not None and options.number_nodes:
         lines[0] = f"#{node.index + 1} {lines[0]}"  # 1-based position in execution order
     return lines
 
 
-def module_title(g: Graph, node: ViewNode) -> str:
-    ir = node.ir
-    cls = ir.cls_name  # type: ignore[attr-defined]
+def module_title(g: Graph, node: ViewNode, ir: ModuleNode) -> str:
+    cls = ir.cls_name
     if node.members:
         paths = [g.nodes[m].path for m in node.members]
         if node.period > 1:
-            cls = ", ".join(g.nodes[m].cls_name for m in node.members[: node.period])  # type: ignore[attr-defined]
+            cls = ", ".join(g.module(m).cls_name for m in node.members[: node.period])
         return f"{span(paths)}: {cls} ×{node.folded}"
     return f"{ir.path}: {cls}" if ir.path else cls
 
@@ -69,14 +71,14 @@ def span(paths: list[str]) -> str:
     return f"{first}–{last}"
 
 
-def tensor_text(t: Any) -> str:
+def tensor_text(t: TensorNode) -> str:
     """``(1, 3, 224, 224)``, with the dtype when it is not float32."""
     text = fmt_shape(t.shape)
     return text if t.dtype == "float32" else f"{text} {t.dtype}"
 
 
 def _tensor_texts(g: Graph, ids: list[int]) -> str:
-    texts = [tensor_text(g.nodes[i]) for i in ids[:MAX_SHAPES]]
+    texts = [tensor_text(g.tensor(i)) for i in ids[:MAX_SHAPES]]
     if len(ids) > MAX_SHAPES:
         texts.append(f"…+{len(ids) - MAX_SHAPES}")
     return ", ".join(texts) if texts else "()"

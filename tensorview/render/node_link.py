@@ -8,9 +8,10 @@ import dataclasses
 import json
 from typing import Any
 
-from ..graph import FUNCTION, MODULE
-from ..transform.view import Cluster, View, ViewNode
+from ..graph import Cluster, FunctionNode, ModuleNode, TensorNode, View, ViewNode, unhandled
+from ..graph.serialize import envelope
 from .base import Renderer
+from .options import RenderOptions
 
 SCHEMA = "tensorview.view"
 SCHEMA_VERSION = 1
@@ -23,26 +24,17 @@ class JsonRenderer(Renderer):
         self.indent = indent
         self._data: dict[str, Any] = {}
 
-    def to_dict(self, view: View) -> dict[str, Any]:
-        self.render(view)
+    def to_dict(self, view: View, options: RenderOptions | None = None) -> dict[str, Any]:
+        self.render(view, options)
         return self._data
 
     def begin_graph(self, view: View) -> None:
-        self._data = {
-            "schema": SCHEMA,
-            "schema_version": SCHEMA_VERSION,
-            "directed": True,
-            "multigraph": False,
-            "graph": {
-                "name": view.options.graph_name,
-                "options": dataclasses.asdict(view.options),
-                "folded": view.folded,
-                "error": view.graph.error,
-            },
-            "clusters": [],
-            "nodes": [],
-            "edges": [],
-        }
+        options = {**dataclasses.asdict(view.options), **dataclasses.asdict(self.options)}
+        self._data = envelope(
+            SCHEMA, SCHEMA_VERSION,
+            {"name": self.options.graph_name, "options": options, "folded": view.folded, "error": view.graph.error},
+            clusters=[], nodes=[], edges=[],
+        )
 
     def render_node(self, node: ViewNode) -> None:
         ir = node.ir
@@ -58,14 +50,17 @@ class JsonRenderer(Renderer):
             "calls": node.calls,
             "members": list(node.members),
         }
-        if node.kind == FUNCTION:
-            rec["op"] = ir.op  # type: ignore[attr-defined]
-        elif node.kind == MODULE:
-            rec["class"] = ir.cls_name  # type: ignore[attr-defined]
-        else:
-            rec["role"] = ir.role  # type: ignore[attr-defined]
-            rec["shape"] = list(ir.shape)  # type: ignore[attr-defined]
-            rec["dtype"] = ir.dtype  # type: ignore[attr-defined]
+        match ir:
+            case FunctionNode():
+                rec["op"] = ir.op
+            case ModuleNode():
+                rec["class"] = ir.cls_name
+            case TensorNode():
+                rec["role"] = ir.role
+                rec["shape"] = list(ir.shape)
+                rec["dtype"] = ir.dtype
+            case _:
+                unhandled(ir)
         rec["is_input"], rec["is_output"] = node.is_input, node.is_output
         self._data["nodes"].append(rec)
 
@@ -82,5 +77,5 @@ class JsonRenderer(Renderer):
             rec["order"] = e.order
         return json.dumps(self._data, indent=self.indent, ensure_ascii=False)
 
-    def render(self, view: View) -> str:
-        return super().render(view).rstrip("\n") + "\n"
+    def render(self, view: View, options: RenderOptions | None = None) -> str:
+        return super().render(view, options).rstrip("\n") + "\n"

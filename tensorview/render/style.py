@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..graph import FUNCTION, MODULE
-from ..transform.view import Cluster, View, ViewNode
+from ..graph import Cluster, FunctionNode, ModuleNode, TensorNode, View, ViewNode, unhandled
 
 
 class GraphvizStyler:
@@ -34,29 +33,36 @@ class GraphvizStyler:
         self.user_defaults = frozenset(node_defaults)
 
     def style_graph(self, view: View) -> dict[str, Any]:
-        """Graph attributes (``rankdir`` and the like)."""
-        return {"rankdir": view.options.graph_dir}
+        """Graph attributes (``splines`` and the like); they win over ``rankdir``, which
+        comes from ``RenderOptions.graph_dir``."""
+        return {}
 
     def style_node(self, node: ViewNode) -> dict[str, Any]:
         """Graphviz attributes of one node (its label is added unless given here)."""
         attrs: dict[str, Any] = {}
-        if node.kind == MODULE:
-            attrs["fillcolor"] = self.colors["module"]
-            if node.members or node.calls > 1:
-                attrs["peripheries"] = 2
-        elif node.kind == FUNCTION:
-            attrs["fillcolor"] = self.colors["function"]
-            attrs["style"] = "filled,rounded"
-        else:
-            role = node.ir.role  # type: ignore[attr-defined]
-            kind = "parameter" if role in ("parameter", "buffer") else "tensor"
-            attrs["fillcolor"] = self.colors[kind]
-            attrs["shape"] = "note" if kind == "parameter" else "box"
-            if node.is_input or node.is_output:
-                attrs["penwidth"] = 1.5
+        ir = node.ir
+        failed = False
+        match ir:
+            case ModuleNode():
+                attrs["fillcolor"] = self.colors["module"]
+                if node.members or node.calls > 1:
+                    attrs["peripheries"] = 2
+                failed = ir.failed
+            case FunctionNode():
+                attrs["fillcolor"] = self.colors["function"]
+                attrs["style"] = "filled,rounded"
+                failed = ir.failed
+            case TensorNode():
+                kind = "parameter" if ir.is_param else "tensor"
+                attrs["fillcolor"] = self.colors[kind]
+                attrs["shape"] = "note" if kind == "parameter" else "box"
+                if node.is_input or node.is_output:
+                    attrs["penwidth"] = 1.5
+            case _:
+                unhandled(ir)
         for key in self.user_defaults:
             attrs.pop(key, None)
-        if getattr(node.ir, "failed", False):
+        if failed:
             attrs.update(fillcolor=self.colors["failed"], color="red", penwidth=2)
         return attrs
 

@@ -1,33 +1,24 @@
-"""Tap statistics noted on the module nodes of a recorded graph."""
+"""Tap statistics as an annotation pass: ``TapStats`` computes, for every module node
+whose path was tapped, the statistics of the values recorded there."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 import torch
 
-from ..errors import InvalidInputError, InvalidTypeError
-from ..graph import Graph
+from ..errors import InvalidInputError
+from ..graph import Graph, annotate as run_passes, ir_of
+from ..recording.tree import flat_tensors
 
-
-def tensors(value: Any) -> Iterator[torch.Tensor]:
-    """Floating-point tensors inside ``value`` (nested lists, tuples and dicts)."""
-    if isinstance(value, torch.Tensor):
-        if value.is_floating_point():
-            yield value
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from tensors(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from tensors(v)
+G = TypeVar("G")
 
 
 def stats(value: Any, samples: int) -> dict[str, float | int] | None:
     """Mean, population std, min and max over every element of every floating tensor in
     ``value`` (computed in float64), or ``None`` when there is none."""
-    flat = [t.detach().reshape(-1).to("cpu", torch.float64) for t in tensors(value)]
+    flat = [t.detach().reshape(-1).to("cpu", torch.float64) for t in flat_tensors(value) if t.is_floating_point()]
     if not flat or not sum(t.numel() for t in flat):
         return None
     x = torch.cat(flat)
@@ -40,25 +31,35 @@ def stats(value: Any, samples: int) -> dict[str, float | int] | None:
     }
 
 
-def annotate(graph: Any, recorded: list[tuple[str, Any, int]]) -> Any:
-    """Set ``notes["stats"]`` on every module node whose path is a tapped path."""
-    ir = graph if isinstance(graph, Graph) else getattr(graph, "graph", None)
-    if not isinstance(ir, Graph):
-        raise InvalidTypeError(
-            f"annotate needs a tensorview Graph or an object with a .graph Graph attribute, got {type(graph).__name__}"
-        )
-    by_path: dict[str, list[Any]] = {}
-    for node in ir.modules():
-        by_path.setdefault(node.path, []).append(node)
-    missing = [path for path, _, _ in recorded if path not in by_path]
-    if recorded and len(missing) == len(recorded):
-        raise InvalidInputError(
-            f"none of the tapped modules {missing!r} is a module node of the graph "
-            f"(module paths: {sorted(by_path)[:12]!r}); tap and record the same model"
-        )
-    for path, data, samples in recorded:
-        s = stats(data, samples)
-        if s is not None:
-            for node in by_path.get(path, []):
-                node.note("stats", s)
+class TapStats:
+    """Annotation pass ``"stats"``: ``{"mean", "std", "min", "max", "samples"}`` of each
+    tapped module's data, on every call node of that module path."""
+
+    name = "stats"
+
+    def __init__(self, recorded: Sequence[tuple[str, Any, int]]) -> None:
+        self.recorded = list(recorded)  # (module path, data, samples)
+
+    def __call__(self, graph: Graph) -> dict[int, dict[str, float | int]]:
+        by_path: dict[str, list[int]] = {}
+        for node in graph.modules():
+            by_path.setdefault(node.path, []).append(node.id)
+        missing = [path for path, _, _ in self.recorded if path not in by_path]
+        if self.recorded and len(missing) == len(self.recorded):
+            raise InvalidInputError(
+                f"none of the tapped modules {missing!r} is a module node of the graph "
+                f"(module paths: {sorted(by_path)[:12]!r}); tap and record the same model"
+            )
+        values: dict[int, dict[str, float | int]] = {}
+        for path, data, samples in self.recorded:
+            s = stats(data, samples)
+            if s is not None:
+                for i in by_path.get(path, []):
+                    values[i] = s
+        return values
+
+
+def annotate(graph: G, recorded: Sequence[tuple[str, Any, int]]) -> G:
+    """Run ``TapStats`` on ``graph`` (a ``ComputationGraph`` or an IR ``Graph``)."""
+    run_passes(ir_of(graph, "annotate"), TapStats(recorded))
     return graph

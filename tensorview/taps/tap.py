@@ -15,6 +15,7 @@ from torch.utils.hooks import RemovableHandle
 from typing_extensions import Self
 
 from ..errors import InvalidInputError, InvalidTypeError
+from ..recording.tree import map_tensors
 from .select import Indices, Names, Types, select
 
 Record = Callable[[Any], None]
@@ -181,9 +182,10 @@ class Tap:
 
     # -- drawing -------------------------------------------------------------------
     def annotate(self, graph: Any) -> Any:
-        """Note ``{"mean", "std", "min", "max", "samples"}`` of each tapped module's data on
-        its module nodes of ``graph`` (a tensorview graph with a ``.graph`` IR, or the IR
-        itself) as ``node.notes["stats"]``; returns ``graph``."""
+        """Add the annotation ``"stats"`` (``{"mean", "std", "min", "max", "samples"}`` of
+        each tapped module's data) to its module nodes of ``graph`` (a ``ComputationGraph``
+        or the IR ``Graph``): ``graph.annotations.of(node.id)["stats"]``; drawings show it
+        from then on.  Returns ``graph``."""
         from .stats import annotate
 
         return annotate(graph, [(e.path, e.data, e.samples) for e in self._entries])
@@ -224,21 +226,13 @@ class BackwardOutput(Tap):
 
 
 def _snapshot(value: Any) -> Any:
-    """Detached plain-tensor copies of the tensors in ``value`` (nested tuples, lists and
-    dicts kept).  Copying bypasses ``__torch_function__`` (subclasses and modes), so a tap
-    left on while tensorview records adds no ``detach``/``clone`` nodes to the graph and
-    keeps no recording tensor."""
-    if isinstance(value, torch.Tensor):
-        with torch._C.DisableTorchFunction():
-            return value.detach().clone().as_subclass(torch.Tensor)
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple
-        return type(value)(*(_snapshot(v) for v in value))
-    if isinstance(value, (tuple, list)):
-        return type(value)(_snapshot(v) for v in value) if type(value) in (tuple, list) else list(map(_snapshot, value))
-    if isinstance(value, dict):
-        items = {k: _snapshot(v) for k, v in value.items()}
-        try:
-            return type(value)(items)
-        except Exception:  # a dict subclass that cannot be built from a dict
-            return items
-    return value
+    """Detached plain-tensor copies of the tensors in ``value`` (containers kept).  Copying
+    bypasses ``__torch_function__`` (subclasses and modes), so a tap left on while
+    tensorview records adds no ``detach``/``clone`` nodes to the graph and keeps no
+    recording tensor."""
+
+    def copy(t: torch.Tensor) -> torch.Tensor:
+        return t.detach().clone().as_subclass(torch.Tensor)
+
+    with torch._C.DisableTorchFunction():
+        return map_tensors(value, copy)

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import gc
 
-from ..graph import FUNCTION, MODULE, TENSOR, Graph
+from ..graph import Cluster, FunctionNode, Graph, ModuleNode, TensorNode, View, ViewNode, ViewOptions
 from .edges import edges as view_edges
-from .options import ViewOptions
 from .roll import canonical
 from .scope import Scope, scope
 from .tensors import DRAWN, node_map, tensors
-from .view import Cluster, View, ViewNode
 
 #: ``fold="auto"`` folds when more functions and boxes than this would be drawn
 FOLD_AUTO_THRESHOLD = 300
@@ -64,23 +62,23 @@ def _nodes(g: Graph, s: Scope, canon: list[int], vn: list[int], state: bytearray
     node_list = g.nodes
     for node in node_list:
         i = node.id
-        kind = node.kind
-        if kind == TENSOR:
+        is_module = type(node) is ModuleNode
+        if type(node) is TensorNode:
             if state[i] != DRAWN or canon[i] != i:
                 continue
             cl = region[node.parent] if nested and node.parent is not None else -1
         elif vn[i] == i:
             p = node.parent
-            if kind == FUNCTION:
+            if type(node) is FunctionNode:
                 cl = region[p] if nested and p is not None else -1
             else:
                 cl = region[i] if nested else -1
         else:
-            if kind != TENSOR and canon[i] != i and box_of[i] in (i, -1) and vn[i] >= 0:
+            if canon[i] != i and box_of[i] in (i, -1) and vn[i] >= 0:
                 out[vn[i]].calls += 1  # a rolled repeat of an earlier node
             continue
         v = out[i] = ViewNode(node, canon[cl] if cl >= 0 else None)
-        if kind == MODULE and i in s.members:
+        if is_module and i in s.members:
             v.members = s.members[i]
             v.period = s.period[i]
     return out
@@ -99,4 +97,4 @@ def _clusters(g: Graph, s: Scope, canon: list[int], nodes: dict[int, ViewNode]) 
         used[c] = parent
         if parent is not None:
             todo.append(parent)
-    return [Cluster(g.nodes[c], used[c]) for c in sorted(used)]
+    return [Cluster(g.module(c), used[c]) for c in sorted(used)]

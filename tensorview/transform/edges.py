@@ -12,10 +12,9 @@ contracted tensors' few edges.
 
 from __future__ import annotations
 
-from ..graph import TENSOR, Graph
+from ..graph import Graph, TensorNode, ViewEdge
 from .scope import Scope
 from .tensors import CONTRACTED, NONE, Tensors
-from .view import ViewEdge
 
 Pair = tuple[int, int]
 
@@ -28,7 +27,7 @@ def edges(g: Graph, s: Scope, vn: list[int], tv: Tensors, keep_loops: bool) -> l
     is_tensor = bytearray(len(g.nodes))
     top = bytearray(len(g.nodes))  # 1: drawn at its own level, not hidden inside a box
     for node in g.nodes:
-        if node.kind == TENSOR:
+        if type(node) is TensorNode:
             is_tensor[node.id] = 1
         else:
             p = node.parent

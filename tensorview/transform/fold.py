@@ -5,7 +5,7 @@ ranges once, so finding runs costs O(size of the siblings)."""
 
 from __future__ import annotations
 
-from ..graph import FUNCTION, MODULE, TENSOR, Graph, ModuleNode
+from ..graph import FunctionNode, Graph, ModuleNode, TensorNode
 
 
 def call_end(g: Graph, m: ModuleNode) -> int:
@@ -14,10 +14,8 @@ def call_end(g: Graph, m: ModuleNode) -> int:
 
 
 def _io_shapes(g: Graph, m: ModuleNode) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
-    nodes = g.nodes  # adjacency lists directly: this runs once per sibling call
-    ins = [nodes[i].shape for i in g._pred[m.id] if nodes[i].kind == TENSOR]  # type: ignore[attr-defined]
-    outs = [nodes[i].shape for i in g._succ[m.id] if nodes[i].kind == TENSOR]  # type: ignore[attr-defined]
-    return ins, outs
+    succ, pred = g.adjacency()  # the lists directly: this runs once per sibling call
+    return g.shapes(pred[m.id]), g.shapes(succ[m.id])
 
 
 def same_call(g: Graph, a: ModuleNode, b: ModuleNode) -> bool:
@@ -27,30 +25,33 @@ def same_call(g: Graph, a: ModuleNode, b: ModuleNode) -> bool:
     ea, eb = call_end(g, a), call_end(g, b)
     if ea - a.id != eb - b.id or a.opaque != b.opaque:
         return False
-    g._adjacency()
     if _io_shapes(g, a) != _io_shapes(g, b):
         return False
     nodes = g.nodes
     off = b.id - a.id
     for i in range(a.id + 1, ea):
         x, y = nodes[i], nodes[i + off]
-        if x.kind != y.kind or (x.parent or 0) - a.id != (y.parent or 0) - b.id:
+        if type(x) is not type(y) or (x.parent or 0) - a.id != (y.parent or 0) - b.id:
             return False
-        if x.kind == TENSOR:
-            if x.shape != y.shape or x.dtype != y.dtype:  # type: ignore[attr-defined]
-                return False
-        elif x.kind == FUNCTION:
-            if x.op != y.op:  # type: ignore[attr-defined]
-                return False
-        elif x.cls_name != y.cls_name:  # type: ignore[attr-defined]
-            return False
+        match x, y:
+            case TensorNode(), TensorNode():
+                if x.shape != y.shape or x.dtype != y.dtype:
+                    return False
+            case FunctionNode(), FunctionNode():
+                if x.op != y.op:
+                    return False
+            case ModuleNode(), ModuleNode():
+                if x.cls_name != y.cls_name:
+                    return False
+            case _:  # same type (checked above), so a kind this match does not know
+                raise TypeError(f"unhandled node kind {type(x).__name__}")
     return True
 
 
 def fed_by(g: Graph, prev: ModuleNode, cur: ModuleNode) -> bool:
     """Whether ``cur`` takes a tensor that ``prev`` produced (or returned)."""
     end = call_end(g, prev)
-    pred = g._pred  # filled by same_call, which runs first
+    pred = g.adjacency()[1]
     for t in pred[cur.id]:
         if prev.id < t < end or prev.id in pred[t]:
             return True
@@ -70,8 +71,9 @@ def runs(g: Graph, kids: list[int]) -> list[tuple[list[int], int]]:
     out: list[tuple[list[int], int]] = []
     segment: list[ModuleNode] = []
     for k in kids + [-1]:
-        if k >= 0 and nodes[k].kind == MODULE:
-            segment.append(nodes[k])  # type: ignore[arg-type]
+        node = nodes[k] if k >= 0 else None
+        if type(node) is ModuleNode:
+            segment.append(node)
             continue
         i = 0
         while i < len(segment):

@@ -4,7 +4,7 @@ matches the first call's, every inner node maps to its counterpart by position."
 
 from __future__ import annotations
 
-from ..graph import MODULE, Graph
+from ..graph import Graph, ModuleNode
 from .fold import call_end, same_call
 from .scope import Scope
 
@@ -15,7 +15,7 @@ def canonical(g: Graph, s: Scope) -> list[int]:
     first: dict[str, int] = {}
     nodes, box_of, opened = g.nodes, s.box_of, s.opened
     for m in nodes:
-        if m.kind != MODULE:
+        if type(m) is not ModuleNode:
             continue
         i = m.id
         f = first.setdefault(m.path, i)
@@ -23,8 +23,8 @@ def canonical(g: Graph, s: Scope) -> list[int]:
             continue
         if box_of[i] == i and box_of[f] == f and i not in s.members and f not in s.members:
             canon[i] = canon[f]
-        elif opened[i] and opened[f] and same_call(g, nodes[f], m):  # type: ignore[arg-type]
+        elif opened[i] and opened[f] and same_call(g, g.module(f), m):
             off = i - f
-            for j in range(i, call_end(g, m)):  # type: ignore[arg-type]
+            for j in range(i, call_end(g, m)):
                 canon[j] = canon[j - off]
     return canon

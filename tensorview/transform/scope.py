@@ -10,9 +10,8 @@ opened become one box (the first member stands for the run).
 
 from __future__ import annotations
 
-from ..graph import FUNCTION, MODULE, Graph, ModuleNode
+from ..graph import FunctionNode, Graph, ModuleNode, TensorNode, ViewOptions
 from .fold import call_end, runs
-from .options import ViewOptions
 
 
 class Scope:
@@ -37,7 +36,7 @@ def children(g: Graph) -> dict[int, list[int]]:
     """Direct function/module children of every module call, in execution order."""
     kids: dict[int, list[int]] = {}
     for n in g.nodes:
-        if n.parent is not None and n.kind != "tensor":
+        if n.parent is not None and type(n) is not TensorNode:
             kids.setdefault(n.parent, []).append(n.id)
     return kids
 
@@ -59,15 +58,15 @@ def scope(g: Graph, opts: ViewOptions, fold: bool) -> Scope:
     kids = children(g) if fold else {}
     has_calls = bytearray(len(g.nodes))  # 1 for calls that call a submodule
     for node in g.nodes:
-        if node.kind == MODULE and node.parent is not None:
+        if type(node) is ModuleNode and node.parent is not None:
             has_calls[node.parent] = 1
     for node in g.nodes:
         i = node.id
         p = node.parent
         if p is None:
-            if node.kind != MODULE:
+            if type(node) is not ModuleNode:
                 continue
-            if opts.depth == 0 or call_end(g, node) == i + 1 or node.opaque:  # type: ignore[arg-type,attr-defined]
+            if opts.depth == 0 or call_end(g, node) == i + 1 or node.opaque:
                 box_of[i] = i
                 s.visible += 1
             else:
@@ -77,17 +76,17 @@ def scope(g: Graph, opts: ViewOptions, fold: bool) -> Scope:
         b = box_of[p]
         if b >= 0:
             box_of[i] = b
-            if node.kind == MODULE:
+            if type(node) is ModuleNode:
                 region[i] = region[p]
             continue
-        if node.kind == FUNCTION:
+        if type(node) is FunctionNode:
             s.visible += 1
-        elif node.kind == MODULE:
+        elif type(node) is ModuleNode:
             region[i] = p if g.nodes[p].parent is not None else -1
             head = head_of.get(i)
             if head is not None:
                 box_of[i] = head
-            elif i in s.members or _is_box(g, node, opts, has_calls):  # type: ignore[arg-type]
+            elif i in s.members or _is_box(g, node, opts, has_calls):
                 box_of[i] = i
                 s.visible += 1
             else:

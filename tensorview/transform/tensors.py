@@ -12,12 +12,10 @@ producer -> consumer.
 
 from __future__ import annotations
 
-from ..graph import FUNCTION, TENSOR, Graph
-from .options import ViewOptions
+from ..graph import PARAM_ROLES, FunctionNode, Graph, TensorNode, ViewOptions
 from .scope import Scope
 
 NONE, CONTRACTED, DRAWN = 0, 1, 2
-PARAM_ROLES = frozenset({"parameter", "buffer"})
 #: sources made inside forward (``torch.arange``, ``torch.tensor``): drawn where used
 MADE_IN_FORWARD = frozenset({"created", "constant"})
 
@@ -42,11 +40,11 @@ def node_map(g: Graph, s: Scope, canon: list[int]) -> list[int]:
     vn = [-1] * len(g.nodes)
     box_of = s.box_of
     for node in g.nodes:
-        if node.kind == TENSOR:
+        if type(node) is TensorNode:
             continue
         i = node.id
         b = box_of[i]
-        v = b if b >= 0 else (i if node.kind == FUNCTION else -1)
+        v = b if b >= 0 else (i if type(node) is FunctionNode else -1)
         vn[i] = canon[v] if v >= 0 else -1
     return vn
 
@@ -59,21 +57,20 @@ def tensors(g: Graph, opts: ViewOptions, s: Scope, canon: list[int], vn: list[in
     io = set(g.inputs) | set(g.outputs)
     inputs = set(g.inputs)
     hide = opts.hide_inner_tensors
-    g._adjacency()
-    succ, pred = g._succ, g._pred
+    succ, pred = g.adjacency()
     for t in nodes:
-        if t.kind != TENSOR:
+        if type(t) is not TensorNode:
             continue
         i = t.id
-        role = t.role  # type: ignore[attr-defined]
+        role = t.role
         is_param = role in PARAM_ROLES
         if is_param and not opts.show_params and i not in io:
             continue
-        b = box_of[t.parent] if t.parent is not None else -1  # type: ignore[index]
+        b = box_of[t.parent] if t.parent is not None else -1
         h = b if b >= 0 and not is_param and i not in inputs else -1
         home[i] = h
         made = [vn[p] for p in pred[i]]
-        c = t.copy_of  # type: ignore[attr-defined]
+        c = t.copy_of
         if c is not None and made and all(v < 0 for v in made):
             tgt = target[c]  # an alias returned by an opened call: the tensor it copies
             target[i] = tgt

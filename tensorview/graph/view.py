@@ -1,16 +1,71 @@
 """The view: what a renderer draws.  Plain data computed from a ``Graph`` by
-``build_view``; every node and edge carries its execution order."""
+``tensorview.transform.build_view`` as ``ViewOptions`` ask; every node and edge carries
+its execution order.  It lives beside the IR so that renderers depend on the data, never
+on the transform that computes it."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any, Literal, Union
 
-from ..errors import GraphLintError
-from ..graph import Graph, Node
+from ..errors import GraphLintError, InvalidInputError, InvalidTypeError, choices_error
+from .graph import Graph
+from .nodes import ModuleNode, Node
 
-if TYPE_CHECKING:
-    from .options import ViewOptions
+FOLDS = (True, False, "auto")
+Fold = Union[bool, Literal["auto"]]
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    """What a view shows, with torchview's meanings where torchview has the option.
+
+    ``depth``: module calls at this depth are boxes, shallower ones are opened, deeper
+    ones hidden (0: the whole model is one box).  ``expand_nested``: draw a dashed box
+    around the contents of every opened module.  ``hide_inner_tensors``: show only the
+    graph's input/output tensors, tensors made in forward, and parameters when shown.
+    ``hide_module_functions``: never open ``torch.nn`` leaf modules (``Conv2d``, ``Linear``;
+    containers still open).  ``roll``: merge repeated calls of one module path.
+    ``show_shapes``: shapes on the nodes.  ``show_params``: parameter and buffer nodes.
+    ``fold``: fold runs of identical consecutive sibling calls into one box
+    (``True``/``False``/``"auto"``: only when more than ``FOLD_AUTO_THRESHOLD`` nodes
+    would be visible).  How the view is drawn (direction, name, layout) is a
+    ``RenderOptions`` of the renderer.
+    """
+
+    depth: int = 3
+    expand_nested: bool = False
+    hide_inner_tensors: bool = True
+    hide_module_functions: bool = True
+    roll: bool = False
+    show_shapes: bool = True
+    show_params: bool = False
+    fold: Fold = "auto"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.depth, bool) or not isinstance(self.depth, int):
+            raise InvalidTypeError(f"depth must be an int, got {self.depth!r}")
+        if self.depth < 0:
+            raise InvalidInputError(f"depth must be >= 0, got {self.depth!r}")
+        for name in ("expand_nested", "hide_inner_tensors", "hide_module_functions", "roll",
+                     "show_shapes", "show_params"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise InvalidTypeError(f"{name} must be True or False, got {value!r}")
+        if not any(self.fold is f or (isinstance(f, str) and self.fold == f) for f in FOLDS):
+            raise InvalidInputError(f"unknown fold: {self.fold!r} (must be one of [True, False, 'auto'])")
+
+    def replace(self, **changes: Any) -> ViewOptions:
+        """A copy with ``changes``; an unknown option name is an ``InvalidInputError``."""
+        unknown = sorted(set(changes) - VIEW_OPTION_NAMES)
+        if unknown:
+            raise choices_error("view option", unknown[0], VIEW_OPTION_NAMES)
+        return dataclasses.replace(self, **changes)
+
+
+VIEW_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(ViewOptions))
 
 
 class ViewNode:
@@ -72,7 +127,7 @@ class Cluster:
 
     __slots__ = ("id", "ir", "parent", "order")
 
-    def __init__(self, ir: Node, parent: int | None) -> None:
+    def __init__(self, ir: ModuleNode, parent: int | None) -> None:
         self.id = ir.id
         self.ir = ir
         self.parent = parent  # enclosing cluster id, None at top level
@@ -80,7 +135,7 @@ class Cluster:
 
     @property
     def label(self) -> str:
-        return f"{self.ir.path}: {self.ir.cls_name}"  # type: ignore[attr-defined]
+        return f"{self.ir.path}: {self.ir.cls_name}"
 
 
 class View:

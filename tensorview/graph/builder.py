@@ -1,0 +1,261 @@
+"""``GraphBuilder``: the one place where nodes and edges are created.
+
+Ids (execution order), unique names, parents, depths, paths, call indices and edges are
+assigned here, as ``torch.fx.Graph.create_node`` does for fx.  Two layers:
+
+* ``add_module`` / ``add_function`` / ``add_tensor`` / ``add_edge`` / ``end_call``: the
+  small, fast calls the recorder makes as a forward runs (parents given explicitly);
+* a scripting layer on a scope stack, for graphs written by hand (tests) or translated
+  from another IR (fx, ``torch.export``):
+
+>>> b = GraphBuilder("Net")
+>>> x = b.input((1, 4))
+>>> with b.module("fc", "Linear", x, builtin=True) as fc:
+...     fc.returns(b.op("linear", x, shape=(1, 2)))
+>>> b.output(fc.outputs[0])
+>>> g = b.finish()
+>>> [(n.kind, n.name) for n in g]
+[('module', 'model'), ('tensor', 'x'), ('module', 'fc'), ('function', 'linear'), ('tensor', 'linear_out')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+from .graph import Graph
+from .nodes import FunctionNode, ModuleNode, TensorNode
+
+Shape = tuple[int, ...]
+
+
+class Namespace:
+    """Hands out unique readable names: ``add``, ``add_1``, ``add_2`` (as torch.fx does)."""
+
+    __slots__ = ("_used", "_clean")
+
+    def __init__(self) -> None:
+        self._used: dict[str, int] = {}
+        self._clean: dict[str, str] = {}
+
+    def __call__(self, base: str) -> str:
+        clean = self._clean.get(base)
+        if clean is None:
+            clean = self._clean[base] = _sanitize(base)
+        base = clean
+        n = self._used.get(base)
+        if n is None:
+            self._used[base] = 0
+            return base
+        while True:
+            n += 1
+            candidate = f"{base}_{n}"
+            if candidate not in self._used:
+                self._used[base] = n
+                self._used[candidate] = 0
+                return candidate
+
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _sanitize(base: str) -> str:
+    if not base:
+        return "node"
+    if base.isascii() and base.isidentifier():  # the common case, checked in C
+        return base
+    if all(c in _SAFE for c in base):
+        out = base
+    else:
+        out = "".join(c if c in _SAFE else "_" for c in base)
+    if out[0].isdigit():
+        out = "_" + out
+    return out
+
+
+class Call:
+    """A module call opened with ``GraphBuilder.module``; ``returns`` what it returns."""
+
+    def __init__(self, node: ModuleNode) -> None:
+        self.node = node
+        self.results: list[int] = []
+        #: filled on exit: the results, or alias nodes for results passed through unchanged
+        self.outputs: list[int] = []
+
+    @property
+    def id(self) -> int:
+        return self.node.id
+
+    def returns(self, *tensors: int) -> None:
+        self.results.extend(tensors)
+
+
+class GraphBuilder:
+    """Builds one ``Graph``.  ``GraphBuilder("Net")`` opens a root call of class ``Net``
+    for scripting; the recorder passes no class and makes the root with ``add_module``.
+    ``cls_module`` is the default class module of scripted module calls."""
+
+    def __init__(self, root_cls: str | None = None, *, cls_module: str = "tests.models") -> None:
+        self.graph = Graph()
+        self.names = Namespace()
+        self.cls_module = cls_module
+        self._call_counts: dict[str, int] = {}
+        #: open module calls of the scripting layer, root first
+        self.stack: list[ModuleNode] = []
+        if root_cls is not None:
+            self.stack.append(self.add_module("", root_cls, cls_module, None))
+
+    # -- the recorder's layer -----------------------------------------------------------
+    def add_module(self, path: str, cls_name: str, cls_module: str, parent: ModuleNode | None) -> ModuleNode:
+        """A module call; ``parent=None`` makes it the root call."""
+        g = self.graph
+        k = self._call_counts.get(path, 0)
+        self._call_counts[path] = k + 1
+        node = ModuleNode(
+            id=len(g.nodes), name=self.names(path.replace(".", "_") if path else "model"), path=path,
+            parent=None if parent is None else parent.id, depth=0 if parent is None else parent.depth + 1,
+            cls_name=cls_name, cls_module=cls_module, call_index=k,
+        )
+        g.nodes.append(node)
+        if parent is None:
+            g.root = node.id
+        return node
+
+    def add_function(self, op: str, parent: ModuleNode, inputs: Iterable[int] = ()) -> FunctionNode:
+        """A call of op ``op`` inside ``parent``, with an edge from each input (once per use)."""
+        g = self.graph
+        fn = FunctionNode(
+            id=len(g.nodes), name=self.names(op), path=parent.path, parent=parent.id, depth=parent.depth + 1, op=op
+        )
+        g.nodes.append(fn)
+        fid = fn.id
+        g.edges.extend([(i, fid) for i in inputs])
+        return fn
+
+    def add_tensor(
+        self, base: str, parent: ModuleNode, shape: Shape, dtype: str, device: str, role: str, *,
+        copy_of: int | None = None, source_name: str | None = None, producer: int | None = None,
+    ) -> TensorNode:
+        """A tensor (version) made inside ``parent``; ``producer``: the op or call that made it."""
+        g = self.graph
+        node = TensorNode(
+            id=len(g.nodes), name=self.names(base), path=parent.path, parent=parent.id, depth=parent.depth + 1,
+            shape=shape, dtype=dtype, device=device, role=role, copy_of=copy_of, source_name=source_name,
+        )
+        g.nodes.append(node)
+        if producer is not None:
+            g.edges.append((producer, node.id))
+        return node
+
+    def add_edge(self, src: int, dst: int) -> None:
+        self.graph.edges.append((src, dst))
+
+    def add_input(self, t: TensorNode) -> None:
+        """``t`` is an argument of the root call (in argument order)."""
+        g = self.graph
+        g.inputs.append(t.id)
+        if g.root is not None:
+            g.edges.append((t.id, g.root))
+
+    def mark_output(self, t: TensorNode) -> None:
+        """``t`` is returned by the root call (listed once, in return order)."""
+        if t.role == "intermediate":
+            t.role = "output"
+        if t.id not in self.graph.outputs:
+            self.graph.outputs.append(t.id)
+
+    def end_call(self, m: ModuleNode) -> None:
+        """The call ``m`` returned: later nodes are outside it."""
+        m.end = len(self.graph.nodes)
+        m.opaque = m.end == m.id + 1
+
+    def fail_call(self, m: ModuleNode) -> None:
+        """The call ``m`` raised (its end is where it stopped, unless already set)."""
+        m.failed = True
+        if m.end < 0:
+            m.end = len(self.graph.nodes)
+
+    @property
+    def next_id(self) -> int:
+        return len(self.graph.nodes)
+
+    # -- the scripting layer ------------------------------------------------------------
+    @property
+    def top(self) -> ModuleNode:
+        return self.stack[-1]
+
+    def tensor(self, name: str, shape: Shape, role: str = "intermediate", *, dtype: str = "float32",
+               copy_of: int | None = None, source_name: str | None = None, parent: ModuleNode | None = None,
+               producer: int | None = None) -> int:
+        t = self.add_tensor(name, parent or self.top, tuple(shape), dtype, "cpu", role,
+                            copy_of=copy_of, source_name=source_name, producer=producer)
+        return t.id
+
+    def input(self, shape: Shape = (1, 4), name: str = "x", dtype: str = "float32") -> int:
+        t = self.add_tensor(name, self.stack[0], tuple(shape), dtype, "cpu", "input", source_name=name)
+        self.add_input(t)
+        return t.id
+
+    def param(self, qualname: str, shape: Shape = (4, 4), role: str = "parameter") -> int:
+        return self.tensor(qualname.replace(".", "_"), shape, role, source_name=qualname)
+
+    def created(self, shape: Shape = (1, 4), name: str = "zeros") -> int:
+        return self.tensor(name, shape, "created")
+
+    def op(self, op: str, *args: int, shape: Shape | None = None, n_out: int = 1, failed: bool = False) -> int:
+        """Run ``op`` on ``args`` in the current module; returns its (first) result."""
+        f = self.add_function(op, self.top, args)
+        f.failed = failed
+        out_shape = shape if shape is not None else (self.graph.tensor(args[0]).shape if args else (1,))
+        results = [self.tensor(f"{op}_out", out_shape, producer=f.id) for _ in range(n_out)]
+        return results[0] if results else -1
+
+    @contextmanager
+    def module(self, path: str, cls: str, *args: int, builtin: bool = False, cls_module: str | None = None,
+               opaque: bool = False, failed: bool = False) -> Iterator[Call]:
+        """Open a call of ``cls`` at ``path`` taking ``args``; on exit its results become its
+        outputs (a result made outside the call gets an alias node, as the recorder does).
+        ``builtin``: a ``torch.nn`` class (drawn closed with ``hide_module_functions``)."""
+        module = "torch.nn.modules" if builtin else (cls_module or self.cls_module)
+        m = self.add_module(path, cls, module, self.top)
+        m.failed = failed
+        for a in args:
+            self.add_edge(a, m.id)
+        call = Call(m)
+        self.stack.append(m)
+        try:
+            yield call
+        finally:
+            self.stack.pop()
+            self.end_call(m)
+            m.opaque = opaque
+            for r in call.results:
+                if r > m.id:
+                    self.add_edge(m.id, r)
+                    call.outputs.append(r)
+                else:  # returned an outer tensor unchanged: an alias node
+                    t = self.graph.tensor(r)
+                    call.outputs.append(self.tensor(t.name, t.shape, copy_of=r, producer=m.id))
+
+    def leaf(self, path: str, cls: str, *args: int, op: str | None = None, builtin: bool = True,
+             shape: Shape | None = None) -> int:
+        """A module call that runs one op on its arguments and returns the result."""
+        with self.module(path, cls, *args, builtin=builtin) as c:
+            c.returns(self.op(op or cls.lower(), *args, shape=shape))
+        return c.outputs[0]
+
+    def output(self, *tensors: int) -> None:
+        """The root call returns ``tensors``."""
+        for t in tensors:
+            self.add_edge(self.stack[0].id, t)
+            self.mark_output(self.graph.tensor(t))
+
+    def finish(self, *, lint: bool = True) -> Graph:
+        """Close the calls still open and return the graph (linted unless ``lint=False``)."""
+        while self.stack:
+            m = self.stack.pop()
+            if m.end < 0:
+                m.end = len(self.graph.nodes)
+        if lint:
+            self.graph.lint()
+        return self.graph

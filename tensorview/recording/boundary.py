@@ -1,0 +1,131 @@
+"""The root boundary: the root call's inputs become ``input`` nodes (wrapped as
+RecorderTensors), its outputs ``output`` nodes (unwrapped to plain tensors), and when
+the call ends, also by an exception, no RecorderTensor is left anywhere the caller can
+reach."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from .calls import ModuleScope
+from .optable import MODULE_ATTRS
+from .state import Frame
+from .tensor import RecorderTensor
+from .tree import flat_tensors, map_tensors, strip_in_place
+
+_Disable = torch._C.DisableTorchFunction
+_Tensor = torch.Tensor
+_RT = RecorderTensor
+
+
+class RootBoundary(ModuleScope):
+    _mode: TorchFunctionMode
+
+    def root_call(self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        first = next(iter(flat_tensors((args, kwargs))), None)
+        if self.device is None and first is not None and first.device.type != "cpu":
+            self.device = first.device
+        on_meta = (first is not None and first.is_meta) or (self.device is not None and self.device.type == "meta")
+        if not on_meta:
+            self.meta_cache = None  # replay is for meta only: keep it off the hot path elsewhere
+        with _Disable():
+            root = self.new_module(module, "", None)
+        self.stack.append(Frame(module, root))
+        self.running = True
+        self._mode.__enter__()
+        try:
+            with _Disable():
+                args, kwargs = self._wrap_inputs(module, args, kwargs)
+            out = call(module, *args, **kwargs)
+            with _Disable():
+                out = self.leave(root, out)
+                out = self._unwrap_outputs(out)
+            # an op or call that raised but was caught inside forward stays marked failed,
+            # but the forward as a whole succeeded
+            self.failure = None
+        except BaseException:
+            self.builder.fail_call(root)
+            if self.failure is None:
+                self.failure = ("", "")
+            raise
+        finally:
+            self._mode.__exit__(None, None, None)
+            with _Disable():
+                self._strip_escaped(module, args, kwargs)
+            self.running = False
+            self.done = True
+            self.stack.clear()
+            self.sources.clear()
+            self.mutations.clear()
+        return out
+
+    def _strip_escaped(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """No RecorderTensor may outlive the recording: not in a cache object the caller
+        passed in and the model updated, nor in an attribute the forward stored on a module."""
+
+        def is_ours(t: Any) -> bool:
+            return type(t) is _RT
+
+        def plain(t: torch.Tensor) -> torch.Tensor:
+            return t.as_subclass(_Tensor)
+
+        strip_in_place((args, kwargs), is_ours, plain)
+        for m in module.modules():
+            d = m.__dict__
+            for k in d.keys() - MODULE_ATTRS:  # only what the model itself stored
+                v = d[k]
+                if isinstance(v, (_Tensor, list, tuple, dict)):
+                    d[k] = strip_in_place(v, is_ours, plain, objects=False)
+
+    def _wrap_inputs(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        try:
+            bound = inspect.signature(module.forward).bind_partial(*args, **kwargs)
+            names = list(bound.arguments)
+            values = list(bound.arguments.values())
+            kinds = {p.name: p.kind for p in inspect.signature(module.forward).parameters.values()}
+        except (TypeError, ValueError):
+            bound = None
+        root = self.scope()
+
+        def wrap_under(prefix: str) -> Callable[[torch.Tensor, str], torch.Tensor]:
+            def wrap(t: torch.Tensor, sub: str) -> torch.Tensor:
+                name = prefix + ("_" + sub if sub else "")
+                node = self.new_tensor(t, name, "input", root, source_name=name)
+                self.builder.add_input(node)
+                return self.bind(t, node)
+
+            return wrap
+
+        if bound is None:
+            args = tuple(map_tensors(a, wrap_under(f"input_{i}"), with_path=True) for i, a in enumerate(args))
+            kwargs = {k: map_tensors(v, wrap_under(k), with_path=True) for k, v in kwargs.items()}
+            return args, kwargs
+        new_args: list[Any] = []
+        new_kwargs: dict[str, Any] = {}
+        for name, value in zip(names, values):
+            kind = kinds.get(name)
+            if kind == inspect.Parameter.VAR_POSITIONAL:
+                new_args.extend(map_tensors(v, wrap_under(f"{name}_{i}"), with_path=True) for i, v in enumerate(value))
+            elif kind == inspect.Parameter.VAR_KEYWORD:
+                for k, v in value.items():
+                    new_kwargs[k] = map_tensors(v, wrap_under(k), with_path=True)
+            elif kind == inspect.Parameter.KEYWORD_ONLY or name in kwargs:
+                new_kwargs[name] = map_tensors(value, wrap_under(name), with_path=True)
+            else:
+                new_args.append(map_tensors(value, wrap_under(name), with_path=True))
+        return tuple(new_args), new_kwargs
+
+    def _unwrap_outputs(self, out: Any) -> Any:
+        def unwrap(t: torch.Tensor) -> torch.Tensor:
+            self.builder.mark_output(self.node_of(t))
+            return t.as_subclass(_Tensor) if type(t) is _RT else t
+
+        out = map_tensors(out, unwrap)
+        strip_in_place(out, lambda t: type(t) is _RT, unwrap)  # e.g. a KV cache object returned
+        return out

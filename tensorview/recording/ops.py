@@ -1,0 +1,246 @@
+"""Per-op recording: every torch function, method and operator the forward calls.
+
+Factory functions become ``created``/``constant`` tensor nodes; ops touching a recorded
+tensor or a parameter become FunctionNodes.  In-place ops are found by the tensor version
+counter (shared by all views of a storage): after each op, an argument whose counter
+moved was mutated, so it gets a new TensorNode produced by that op ("pop after
+forward": later consumers connect to the new version).  A tensor whose counter moved
+through another view gets its new version lazily, from the last op that mutated its
+storage, when it is next used.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+import torch
+
+from ..graph import FunctionNode, ModuleNode, TensorNode
+from .metacache import MISS, key_of, replay, template_of
+from .names import op_name
+from .optable import (
+    AS_PLAIN,
+    CONSTANT_FACTORIES,
+    DEVICE_FACTORIES,
+    FACTORIES,
+    PLAIN_TYPES,
+    QUERIES,
+    TENSOR_ITER,
+    storage_owner,
+    version,
+)
+from .state import SessionState, recorded_alias
+from .tensor import RecorderTensor
+from .tree import map_tensors
+
+#: switches off both our mode and subclass dispatch for our own bookkeeping (property reads
+#: such as ``t._version`` would otherwise re-enter the mode)
+_Disable = torch._C.DisableTorchFunction
+_Tensor = torch.Tensor
+_RT = RecorderTensor
+
+
+class OpRecorder(SessionState):
+    def handle(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Every torch function call of the forward comes here (mode and subclass hook)."""
+        if threading.get_ident() != self.thread or not self.running:
+            with torch._C.DisableTorchFunctionSubclass():  # behave as a plain tensor
+                return func(*args, **kwargs)
+        if func in QUERIES:
+            with _Disable():
+                if func in AS_PLAIN and type(args[0]) is _RT:  # f"{t}", repr(t): as without us
+                    args = (args[0].as_subclass(_Tensor), *args[1:])
+                return func(*args, **kwargs)
+        if func is TENSOR_ITER:  # ``for row in x``: the rows are recorded, as unbind's results
+            return iter(self._op(_Tensor.unbind, (args[0], 0), {}))
+        if func in FACTORIES and not (
+            func in DEVICE_FACTORIES and args and isinstance(args[0], _Tensor)
+        ):  # torch.as_tensor(t) of a tensor is an op on t, not a new source
+            with _Disable():
+                return self._factory(func, args, kwargs)
+        return self._op(func, args, kwargs)
+
+    # -- nodes of tensors -------------------------------------------------------------------
+    def bind(self, t: torch.Tensor, node: TensorNode) -> torch.Tensor:
+        """Return a RecorderTensor for ``t`` bound to ``node`` (``t`` itself if possible)."""
+        if type(t) is _RT:
+            t._tv_node = node
+            t._tv_ver = version(t)
+            return t
+        if type(t) is _Tensor and t.layout == torch.strided:
+            return recorded_alias(t, node)
+        # parameters, sparse or other subclasses: keep the object, track it on the side
+        self.sources[id(t)] = [t, node, version(t)]
+        return t
+
+    def node_of(self, t: torch.Tensor) -> TensorNode:
+        """The current node of any tensor met during the forward (creating source nodes)."""
+        if type(t) is _RT:
+            node = t.__dict__.get("_tv_node")
+            if node is None:  # a RecorderTensor we did not make (deepcopy, _make_subclass)
+                node = self.new_tensor(t, "constant", "constant", self.scope())
+                t._tv_node, t._tv_ver = node, version(t)
+            elif t._tv_ver != version(t):
+                node = self._after_foreign_mutation(t, node)
+                t._tv_node, t._tv_ver = node, version(t)
+            return node
+        entry = self.sources.get(id(t))
+        if entry is not None:
+            node = entry[1]
+            v = version(t)
+            if entry[2] != v:
+                node = entry[1] = self._after_foreign_mutation(t, node)
+                entry[2] = v
+            return node
+        name_role = self.param_names.get(id(t))
+        scope = self.scope()
+        if name_role is not None:
+            qual, role = name_role
+            node = self.new_tensor(t, qual.replace(".", "_"), role, scope, source_name=qual)
+        else:
+            node = self.new_tensor(t, "constant", "constant", scope)
+        self.sources[id(t)] = [t, node, version(t)]
+        return node
+
+    def _after_foreign_mutation(self, t: torch.Tensor, node: TensorNode) -> TensorNode:
+        """``t`` changed through another view: a new version produced by the op that did it."""
+        hit = self.mutations.get(id(storage_owner(t)))
+        if hit is None:  # mutated where we could not see (inside an opaque module): keep the node
+            return node
+        fn = self.graph.nodes[hit[1]]
+        scope = self.graph.module(fn.parent) if fn.parent is not None else self.scope()
+        return self.new_tensor(t, fn.name + "_out", "intermediate", scope, producer=fn.id)
+
+    # -- calls --------------------------------------------------------------------------------
+    def _factory(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self.device is not None and func in DEVICE_FACTORIES and kwargs.get("device") is None:
+            kwargs = dict(kwargs, device=self.device)
+        out = func(*args, **kwargs)
+        if not isinstance(out, _Tensor):
+            return out
+        role = "constant" if func in CONSTANT_FACTORIES else "created"
+        node = self.new_tensor(out, op_name(func), role, self.scope())
+        return self.bind(out, node)
+
+    def _op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        # the tensor arguments, looking one level into lists/tuples (cat, stack, einsum...)
+        ins: list[torch.Tensor] = []
+        recorded = False
+        foreign = False
+        sources = self.sources
+        params = self.param_names
+        for a in (*args, *kwargs.values()) if kwargs else args:
+            ta = type(a)
+            for b in a if ta is list or ta is tuple else (a,):
+                tb = type(b)
+                if tb is _RT:
+                    ins.append(b)
+                    recorded = True
+                elif isinstance(b, _Tensor):
+                    ins.append(b)
+                    if id(b) in sources or id(b) in params:
+                        recorded = True
+                    if tb not in PLAIN_TYPES:
+                        foreign = True
+        if not recorded:
+            return func(*args, **kwargs)
+
+        with _Disable():
+            scope = self.scope()
+            in_nodes = [self.node_of(t) for t in ins]
+            fn = self.builder.add_function(op_name(func), scope, [n.id for n in in_nodes])
+        try:
+            if foreign:
+                out = self._call_foreign(func, args, kwargs)
+            elif self.meta_cache is None:
+                with _Disable():
+                    out = func(*args, **kwargs)
+            else:
+                out = self._call_meta_cached(func, args, kwargs, ins)
+        except BaseException:
+            fn.failed = True
+            if self.failure is None:
+                self.failure = (scope.path, fn.name)
+            raise
+        with _Disable():
+            return self._after_op(out, fn, ins, in_nodes, scope)
+
+    def _call_meta_cached(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ins: list[torch.Tensor]) -> Any:
+        cache = self.meta_cache
+        assert cache is not None
+        with _Disable():
+            key = key_of(func, args, kwargs)
+            if key is None:
+                return func(*args, **kwargs)
+            template = cache.get(key)
+            if template is not None and template is not MISS:
+                self.meta_hits += 1
+                return replay(template, ins)
+            if template is MISS:
+                return func(*args, **kwargs)
+            before = [version(t) for t in ins]
+            out = func(*args, **kwargs)
+            cache[key] = template_of(out, ins, before)
+            return out
+
+    def _call_foreign(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call with other tensor subclasses present: let their ``__torch_function__`` run,
+        with our own tensors handed over as plain aliases (so we are not asked again)."""
+        back: dict[int, torch.Tensor] = {}
+
+        def plain(t: torch.Tensor) -> torch.Tensor:
+            if type(t) is _RT:
+                p = t.as_subclass(_Tensor)
+                back[id(p)] = t
+                return p
+            return t
+
+        with _Disable():
+            args2 = tuple(map_tensors(a, plain) for a in args)
+            kwargs2 = {k: map_tensors(v, plain) for k, v in kwargs.items()}
+        out = func(*args2, **kwargs2)
+
+        def ours_again(t: torch.Tensor) -> torch.Tensor:
+            r = back.get(id(t))
+            return t if r is None else r
+
+        return map_tensors(out, ours_again)
+
+    # -- results ------------------------------------------------------------------------------
+    def _after_op(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], in_nodes: list[TensorNode], scope: ModuleNode) -> Any:
+        sources = self.sources
+        fid = fn.id
+        # in-place: an argument whose version counter moved was mutated by this op
+        mutated: dict[int, TensorNode] = {}
+        for t, n in zip(ins, in_nodes):
+            if id(t) in mutated:
+                continue
+            v = version(t)
+            old_v = t._tv_ver if type(t) is _RT else sources[id(t)][2]
+            if v != old_v and v != -1:
+                new = self.new_tensor(t, fn.name + "_out", "intermediate", scope, producer=fid)
+                if type(t) is _RT:
+                    t._tv_node, t._tv_ver = new, v
+                else:
+                    sources[id(t)] = [t, new, v]
+                mutated[id(t)] = new
+                key = storage_owner(t)
+                self.mutations[id(key)] = (key, fid)
+        if isinstance(out, _Tensor):
+            return self._wrap_one(out, fn, 0, ins, mutated)
+        index = itertools.count()  # split, chunk, max(dim=...): one result node each, in order
+        return map_tensors(out, lambda o: self._wrap_one(o, fn, next(index), ins, mutated))
+
+    def _wrap_one(self, o: torch.Tensor, fn: FunctionNode, i: int, ins: list[torch.Tensor], mutated: dict[int, TensorNode]) -> torch.Tensor:
+        if id(o) in mutated:  # in-place op returning its argument: the new version
+            return o
+        for t in ins:
+            if o is t:  # op returned an argument unchanged (``x.contiguous()``): a fresh alias
+                if type(o) in PLAIN_TYPES and o.layout == torch.strided:
+                    o = o.as_subclass(_Tensor)
+                break
+        base = fn.name + "_out" if i == 0 else f"{fn.name}_out{i}"
+        node = self.new_tensor(o, base, "intermediate", self.scope(), producer=fn.id)
+        return self.bind(o, node)

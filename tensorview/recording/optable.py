@@ -1,0 +1,105 @@
+"""What the recorder knows about torch functions and tensors: which functions make new
+tensors (factories), which only ask questions (queries), and small cached readers of
+tensor metadata.  No recording state lives here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from .tensor import RecorderTensor
+
+_Tensor = torch.Tensor
+#: types whose instances the recorder may re-wrap as plain ``RecorderTensor`` aliases
+PLAIN_TYPES = (torch.Tensor, RecorderTensor, nn.Parameter)
+
+# factory functions: the ones torch.device(...) as a context manager also redirects
+try:
+    from torch.utils._device import _device_constructors
+
+    DEVICE_FACTORIES: frozenset[Any] = frozenset(_device_constructors())
+except Exception:  # pragma: no cover - older torch
+    DEVICE_FACTORIES = frozenset(
+        getattr(torch, n)
+        for n in ("zeros", "ones", "full", "empty", "arange", "range", "eye", "linspace", "logspace",
+                  "rand", "randn", "randint", "randperm", "tensor", "as_tensor", "scalar_tensor")
+        if hasattr(torch, n)
+    )
+LIKE_FACTORIES = frozenset(
+    f
+    for f in (
+        torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like, torch.rand_like,
+        torch.randn_like, torch.randint_like,
+        _Tensor.new_zeros, _Tensor.new_ones, _Tensor.new_full, _Tensor.new_empty, _Tensor.new_tensor,
+    )
+)
+#: factories whose result is data written in the code (``torch.tensor([1, 2])``)
+CONSTANT_FACTORIES = frozenset(
+    getattr(torch, n) for n in ("tensor", "as_tensor", "asarray", "scalar_tensor") if hasattr(torch, n)
+) | {_Tensor.new_tensor}
+FACTORIES = DEVICE_FACTORIES | LIKE_FACTORIES
+
+# queries that never produce or mutate tensors: skipped without looking at arguments
+_QUERY_METHODS = (
+    "size", "dim", "numel", "stride", "element_size", "is_contiguous", "is_floating_point",
+    "is_complex", "data_ptr", "__len__", "__bool__", "__int__", "__float__", "__index__",
+    "item", "tolist", "__format__", "__repr__", "__hash__", "storage_offset", "get_device",
+    "nelement", "ndimension", "__contains__", "__reduce_ex__", "__deepcopy__",
+    "untyped_storage", "is_set_to", "is_inference", "__array__", "numpy", "__str__",
+)
+_QUERY_PROPERTIES = (
+    "shape", "ndim", "dtype", "device", "is_cuda", "is_sparse", "requires_grad", "is_leaf",
+    "layout", "_version", "_base", "grad_fn", "is_meta", "is_quantized", "is_nested", "grad",
+    "names", "is_mps", "is_cpu", "itemsize", "nbytes", "_cdata",
+)
+QUERIES = frozenset(
+    [getattr(_Tensor, n) for n in _QUERY_METHODS if hasattr(_Tensor, n)]
+    + [getattr(_Tensor, n).__get__ for n in _QUERY_PROPERTIES if hasattr(getattr(_Tensor, n, None), "__get__")]
+)
+#: queries whose answer mentions the tensor's type (``RecorderTensor(0)``): asked of a plain alias
+AS_PLAIN = frozenset(getattr(_Tensor, n) for n in ("__format__", "__repr__", "__str__") if hasattr(_Tensor, n))
+TENSOR_ITER = _Tensor.__iter__
+
+#: attributes every nn.Module has (hooks, parameter dicts...): never holds recorded tensors
+MODULE_ATTRS = frozenset(nn.Module().__dict__)
+#: how a tensor's model role is named in the graph
+PARAM_ROLE, BUFFER_ROLE = "parameter", "buffer"
+
+_DTYPE_NAMES: dict[Any, str] = {}
+_DEVICE_NAMES: dict[Any, str] = {}
+
+
+def dtype_name(dt: Any) -> str:
+    s = _DTYPE_NAMES.get(dt)
+    if s is None:
+        s = _DTYPE_NAMES[dt] = str(dt).replace("torch.", "")
+    return s
+
+
+def device_name(dev: Any) -> str:
+    s = _DEVICE_NAMES.get(dev)
+    if s is None:
+        s = _DEVICE_NAMES[dev] = str(dev)
+    return s
+
+
+def version(t: torch.Tensor) -> int:
+    try:
+        return t._version
+    except RuntimeError:  # inference tensors keep no version counter
+        return -1
+
+
+def shape_of(t: torch.Tensor) -> tuple[int, ...]:
+    try:
+        return tuple(t.shape)
+    except RuntimeError:  # nested tensors have no single shape
+        return ()
+
+
+def storage_owner(t: torch.Tensor) -> torch.Tensor:
+    """The tensor that owns the storage of ``t`` (torch collapses view chains)."""
+    b = t._base
+    return t if b is None else b

@@ -1,0 +1,78 @@
+"""``SessionState``: all state of one recording of one model (one object, no globals).
+
+The behaviour that fills it is split by concern into ops.py (per-op recording), calls.py
+(module scope) and boundary.py (the root call); session.py composes them."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..graph import GraphBuilder, ModuleNode, TensorNode
+from .optable import BUFFER_ROLE, PARAM_ROLE, dtype_name, device_name, shape_of, version
+from .tensor import RecorderTensor
+
+
+@dataclass
+class Frame:
+    """One module call being executed."""
+
+    module: nn.Module
+    node: ModuleNode
+
+
+class SessionState:
+    def __init__(self, model: nn.Module, *, device: Any = None, meta_replay: bool = True) -> None:
+        self.model = model
+        #: (op, argument metadata) -> how to replay its results on meta (see metacache.py)
+        self.meta_cache: dict[Any, Any] | None = {} if meta_replay else None
+        self.meta_hits = 0
+        self.device = torch.device(device) if device is not None else None
+        self.builder = GraphBuilder()
+        self.graph = self.builder.graph
+        self.thread = threading.get_ident()
+        self.running = False  # inside the root call
+        self.done = False  # the root call has finished (later calls run unrecorded)
+        self.stack: list[Frame] = []
+        self.failure: tuple[str, str] | None = None  # (module path, op) where the forward raised
+        self.module_names: dict[int, str] = {}
+        self.param_names: dict[int, tuple[str, str]] = {}
+        for name, m in model.named_modules(remove_duplicate=False):
+            self.module_names.setdefault(id(m), name)
+        for name, p in model.named_parameters(remove_duplicate=False):
+            self.param_names.setdefault(id(p), (name, PARAM_ROLE))
+        for name, b in model.named_buffers(remove_duplicate=False):
+            self.param_names.setdefault(id(b), (name, BUFFER_ROLE))
+        # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
+        # (parameters, buffers, constants, foreign subclasses); the strong reference keeps
+        # the id valid for the session's life only
+        self.sources: dict[int, list[Any]] = {}
+        # last op that mutated a storage: id(storage owner) -> (owner, function node id)
+        self.mutations: dict[int, tuple[torch.Tensor, int]] = {}
+
+    def scope(self) -> ModuleNode:
+        """The module call now executing."""
+        return self.stack[-1].node
+
+    def new_tensor(
+        self, t: torch.Tensor, base: str, role: str, scope: ModuleNode, *,
+        copy_of: int | None = None, source_name: str | None = None, producer: int | None = None,
+    ) -> TensorNode:
+        """A node for (this version of) ``t``, made inside ``scope``."""
+        return self.builder.add_tensor(
+            base, scope, shape_of(t), dtype_name(t.dtype), device_name(t.device), role,
+            copy_of=copy_of, source_name=source_name, producer=producer,
+        )
+
+
+def recorded_alias(t: torch.Tensor, node: TensorNode) -> RecorderTensor:
+    """A RecorderTensor sharing ``t``'s storage, version counter and autograd history,
+    bound to ``node``."""
+    r = t.as_subclass(RecorderTensor)
+    r._tv_node = node
+    r._tv_ver = version(r)
+    return r
