@@ -79,7 +79,7 @@ def template_of(out: Any, ins: list[_Tensor], before: list[int]) -> Any:
         return MISS
     if isinstance(out, _Tensor):
         one = _one(out, ins, roots)
-        return MISS if one is MISS else ("tensor", one, bumps)
+        return MISS if one is MISS else ("one", one, bumps)
     if type(out) in _ATOMS:
         return ("atom", out, bumps)
     if type(out) in (tuple, list) or type(out).__module__ == "torch.return_types":
@@ -124,7 +124,7 @@ def replay(template: Any, ins: list[_Tensor]) -> Any:
     for i, d in template[-1]:
         for _ in range(d):
             _increment_version(ins[i])
-    if kind == "tensor":
+    if kind == "one":
         return _make(template[1], ins)
     if kind == "atom":
         return template[1]

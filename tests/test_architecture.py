@@ -1,0 +1,147 @@
+"""The stage contracts of docs/architecture.md, read from the source.
+
+record -> graph <- transform; render -> graph; only ``api``/``drawing`` compose stages.
+Each rule lists what a stage may import from tensorview and from third parties; a new
+import that breaks a rule fails here with the file and line."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import tensorview
+from tensorview.graph import KINDS
+
+PACKAGE = Path(tensorview.__file__).parent
+#: stage -> tensorview stages it may import (``errors`` and ``_version`` are leaves anyone may use)
+ALLOWED: dict[str, set[str]] = {
+    "graph": {"graph"},
+    "transform": {"graph", "transform"},
+    "render": {"graph", "render"},
+    "recording": {"graph", "recording"},
+    "taps": {"graph", "recording", "taps"},
+    "drawing": {"graph", "transform", "render"},
+    "api": {"graph", "transform", "render", "recording", "drawing"},
+}
+LEAVES = {"errors", "_version"}
+#: stages that must stay plain data: no torch, no graphviz
+PURE = {"graph", "transform"}
+#: stages that must not need graphviz (render and what composes it may)
+NO_GRAPHVIZ = {"graph", "transform", "recording", "taps"}
+MAX_LINES = 300
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def stage_of(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """``(line, absolute module name)`` of every import in ``path``, type-only ones included."""
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    package = list(rel.parts[:-1]) if rel.name != "__init__" else list(rel.parts[:-1])
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+                if not node.module:  # from . import x
+                    found.extend((node.lineno, f"{name}.{a.name}") for a in node.names)
+                    continue
+            else:
+                name = node.module or ""
+            found.append((node.lineno, name))
+    return found
+
+
+def test_every_module_belongs_to_a_stage_with_rules() -> None:
+    stages = {stage_of(p) for p in modules()} - {"__init__", "__main__", "demo"} - LEAVES
+    assert stages <= set(ALLOWED), f"stages without import rules: {sorted(stages - set(ALLOWED))}"
+
+
+def violations(stage: str, found: list[tuple[int, str]]) -> list[str]:
+    """What breaks the rules of ``stage`` among ``(line, module)`` imports."""
+    allowed = ALLOWED[stage] | LEAVES
+    bad = []
+    for line, name in found:
+        parts = name.split(".")
+        if parts[0] == "tensorview":
+            target = parts[1] if len(parts) > 1 else "tensorview"
+            if target not in allowed:
+                bad.append(f"{line}: {name} (stage {stage!r} may import only {sorted(allowed)})")
+        if stage in PURE and parts[0] == "torch":
+            bad.append(f"{line}: {name} ({stage} must not import torch)")
+        if stage in NO_GRAPHVIZ and parts[0] == "graphviz":
+            bad.append(f"{line}: {name} ({stage} must not import graphviz)")
+    return bad
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_follow_the_stage_rules(path: Path) -> None:
+    stage = stage_of(path)
+    if stage in {"__init__", "__main__", "demo"} | LEAVES:
+        return
+    assert not violations(stage, imports(path)), f"{path.relative_to(PACKAGE)}: {violations(stage, imports(path))}"
+
+
+def test_the_rules_catch_violations() -> None:
+    """The checker itself, on the imports the tree had before the stages were separated."""
+    assert violations("render", [(9, "tensorview.transform.view")])
+    assert violations("recording", [(3, "tensorview.drawing")])
+    assert violations("graph", [(1, "torch")]) and violations("transform", [(1, "graphviz")])
+    assert not violations("render", [(1, "tensorview.graph.view"), (2, "graphviz")])
+    # relative imports resolve to absolute names
+    assert ("tensorview.graph" in [n for _, n in imports(PACKAGE / "render" / "dot.py")])
+
+
+def test_no_kind_string_comparisons_outside_the_node_types() -> None:
+    """Kinds are dispatched by type (``match``/``isinstance``); ``x.kind == "tensor"`` or a
+    comparison with a kind name would silently misdraw a new kind."""
+    offenders = []
+    for path in modules():
+        if path == PACKAGE / "graph" / "nodes.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            kind_attr = any(isinstance(s, ast.Attribute) and s.attr == "kind" for s in sides)
+            kind_name = any(isinstance(s, ast.Constant) and s.value in KINDS for s in sides)
+            if kind_attr or kind_name:
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not offenders, f"kind-string comparisons: {offenders}"
+
+
+def test_nodes_are_constructed_only_by_the_builder() -> None:
+    offenders = []
+    node_types = {"TensorNode", "FunctionNode", "ModuleNode"}
+    for path in [*modules(), *sorted((PACKAGE.parent / "tests").rglob("*.py"))]:
+        if path.name in ("builder.py", "nodes.py"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        on_purpose = {i + 1 for i, line in enumerate(text.splitlines()) if "outside the builder on purpose" in line}
+        for node in ast.walk(ast.parse(text)):
+            if getattr(node, "lineno", 0) in on_purpose:
+                continue
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in node_types:
+                offenders.append(f"{path.name}:{node.lineno}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append":
+                target = node.func.value
+                if isinstance(target, ast.Attribute) and target.attr in ("nodes", "edges") and path.name != "graph.py":
+                    offenders.append(f"{path.name}:{node.lineno} appends to .{target.attr}")
+    assert not offenders, f"nodes/edges made outside GraphBuilder: {offenders}"
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_is_too_long(path: Path) -> None:
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE)} has {lines} lines (split it by concern)"
