@@ -1,13 +1,13 @@
 # One set of commands, used by developers and CI alike.
 #   make demo   set up everything, then render the demo model to docs/images/demo.svg
-#   make test   set up everything, type-check the package, then run the whole test suite
+#   make test   set up everything, lint and format-check (ruff), type-check (mypy), then run the whole test suite
 #   make bench  set up everything (plus torchview), then print the benchmark table
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench clean format
 
 setup: $(VENV)/.installed graphviz
 
@@ -29,8 +29,15 @@ demo: setup
 	$(PY) -m tensorview.demo docs/images/demo.svg
 
 test: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m mypy tensorview
 	$(PY) -m pytest
+
+# rewrite the tree in the project's format (what `make test` checks)
+format: setup
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
 
 bench: setup
 	$(PY) -m pip install -q -e '.[bench]'

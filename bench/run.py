@@ -152,7 +152,7 @@ def linearity() -> dict[str, Any]:
     for ops, reps in ((1_000, 7), (100_000, 2)):
         model, inputs = deep_mlp(ops)()
 
-        def record() -> None:
+        def record(model: Any = model, inputs: Any = inputs) -> None:
             with torch.no_grad(), Recorder(model) as rec:
                 model(**inputs)
             del rec
@@ -223,7 +223,7 @@ def repeated_draws(calls: int = 100) -> dict[str, Any]:
 
     def draw() -> None:
         g = draw_graph(model, input_data=inputs, device="meta")
-        g.source
+        assert g.source
 
     for _ in range(10):
         draw()

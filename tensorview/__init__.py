@@ -20,7 +20,7 @@ True
 """
 
 from . import taps
-from ._version import __version__
+from ._version import __version__ as __version__
 from .api import Recorder, draw_graph, make_dot, record, render_network
 from .drawing import ComputationGraph
 from .errors import (

@@ -169,12 +169,10 @@ class ComputationGraph:
         lines = [head]
         if g.error:
             lines.append(f"  error: {g.error}")
-        shown = 0
-        for m in g.modules():
+        for shown, m in enumerate(g.modules()):
             if shown == REPR_MODULES:
                 lines.append(f"  … {counts['module'] - shown} more module calls")
                 break
-            shown += 1
             lines.append(_module_line(g, m))
         return "\n".join(lines)
 

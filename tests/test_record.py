@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from tensorview.graph import Graph
 from tensorview import Recorder
+from tensorview.graph import Graph
 from tensorview.recording import RecorderTensor, is_patched
 
 from .fixtures import models as zoo

@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from tensorview.errors import RecordingError, TensorviewError
 from tensorview import Recorder
+from tensorview.errors import RecordingError, TensorviewError
 from tensorview.recording import is_patched
 
 from .fixtures import models as zoo
@@ -44,9 +44,8 @@ def test_error_keeps_the_original_exception_type_catchable() -> None:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             raise ValueError("no thanks")
 
-    with pytest.raises(ValueError, match="no thanks") as info:
-        with Recorder(Picky()) as rec:
-            rec.model(zoo.x4())
+    with pytest.raises(ValueError, match="no thanks") as info, Recorder(Picky()) as rec:
+        rec.model(zoo.x4())
     assert isinstance(info.value, RecordingError)
 
 
@@ -61,9 +60,8 @@ def test_keyboard_interrupt_passes_through_and_everything_is_undone() -> None:
             raise KeyboardInterrupt
 
     model = Interrupted()
-    with pytest.raises(KeyboardInterrupt):
-        with Recorder(model):
-            model(zoo.x4())
+    with pytest.raises(KeyboardInterrupt), Recorder(model):
+        model(zoo.x4())
     assert not is_patched() and mode_stack_depth() == 0
     y = model.fc(zoo.x4())  # the model still works, plainly
     assert type(y) is torch.Tensor
@@ -71,10 +69,8 @@ def test_keyboard_interrupt_passes_through_and_everything_is_undone() -> None:
 
 def test_recorders_do_not_nest_and_bad_model_is_named() -> None:
     model = zoo.Shared()
-    with Recorder(model):
-        with pytest.raises(TensorviewError, match="do not nest"):
-            with Recorder(model):
-                pass
+    with Recorder(model), pytest.raises(TensorviewError, match="do not nest"), Recorder(model):
+        pass
     assert not is_patched()
     with pytest.raises(TypeError, match="needs a torch.nn.Module, got str"):
         Recorder("resnet")  # type: ignore[arg-type]
@@ -127,15 +123,14 @@ def test_foreign_patch_of_module_call_is_not_clobbered() -> None:
     original = nn.Module.__call__
     seen: list[str] = []
     try:
-        with pytest.warns(RuntimeWarning, match="replaced by someone else"):
-            with Recorder(model):
-                ours = nn.Module.__call__
+        with pytest.warns(RuntimeWarning, match="replaced by someone else"), Recorder(model):
+            ours = nn.Module.__call__
 
-                def other_tool(self: nn.Module, *a: Any, **k: Any) -> Any:
-                    seen.append(type(self).__name__)
-                    return ours(self, *a, **k)
+            def other_tool(self: nn.Module, *a: Any, **k: Any) -> Any:
+                seen.append(type(self).__name__)
+                return ours(self, *a, **k)
 
-                nn.Module.__call__ = other_tool  # another tool patches after us
+            nn.Module.__call__ = other_tool  # another tool patches after us
         assert nn.Module.__call__ is other_tool  # their patch stays
         out = model(zoo.x4())  # our leftover wrapper in their chain is inert
         assert type(out) is torch.Tensor and seen[0] == "Shared"

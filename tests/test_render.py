@@ -12,11 +12,10 @@ from typing import Any
 import graphviz
 import pytest
 
+from tensorview import make_dot, render
 from tensorview.drawing import ComputationGraph
 from tensorview.errors import InvalidInputError, RenderError
 from tensorview.graph import Graph, GraphBuilder
-from tensorview import render
-from tensorview import make_dot
 from tensorview.render import DotRenderer, GraphvizStyler, JsonRenderer, Renderer, RenderOptions
 from tensorview.transform import Cluster, View, ViewNode, ViewOptions, build_view
 

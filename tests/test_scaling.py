@@ -20,8 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from tensorview.graph import Graph
 from tensorview import Recorder
+from tensorview.graph import Graph
 
 
 def mlp(blocks: int, width: int = 4) -> nn.Module:
@@ -96,7 +96,7 @@ def _tensors_reachable(root: Any) -> list[str]:
         if isinstance(obj, torch.Tensor):
             found.append(path)
             continue
-        if isinstance(obj, skip) or isinstance(obj, (str, bytes, int, float, bool, type(None))):
+        if isinstance(obj, (*skip, str, bytes, int, float, bool, type(None))):
             continue
         if isinstance(obj, dict):
             stack.extend((v, f"{path}[{k!r}]") for k, v in obj.items())

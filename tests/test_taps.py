@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
-from typing import Any
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import torch

@@ -10,7 +10,6 @@ from tensorview.render import RENDER_OPTION_NAMES, RenderOptions
 from tensorview.transform import View, ViewOptions, build_view
 
 
-
 def view(g: Graph, **kw: object) -> View:
     v = build_view(g, ViewOptions(**kw))  # type: ignore[arg-type]
     v.lint()  # no dangling edges, no duplicate pairs, no self-loops unless rolled

@@ -11,9 +11,9 @@ import pytest
 import torch
 from torch import nn
 
+from tensorview import Recorder
 from tensorview.drawing import ComputationGraph
 from tensorview.graph import Graph, GraphBuilder
-from tensorview import Recorder
 from tensorview.transform import View, ViewOptions, build_view
 
 from .fixtures.models import ZOO

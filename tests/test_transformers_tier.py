@@ -24,9 +24,8 @@ from typing import Any
 
 import pytest
 import torch
-from torch import nn
-
 import transformers  # a dev dependency: `make test` installs it
+from torch import nn
 
 from tensorview.graph import Graph
 from tensorview.recording import Recorder
@@ -309,9 +308,8 @@ def test_meta(arch: Arch) -> None:
     if arch.no_meta:
         # recorded on the CPU only; make sure that is still the model's limitation, not ours
         model = build(arch, "meta", **arch.meta_build)
-        with pytest.raises((RuntimeError, NotImplementedError)):
-            with torch.no_grad():
-                model(**inputs)
+        with pytest.raises((RuntimeError, NotImplementedError)), torch.no_grad():
+            model(**inputs)
         return
     model = build(arch, "meta", **arch.meta_build)
     calls, plain = module_calls(model, inputs)

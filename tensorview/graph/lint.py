@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import GraphLintError
-from .nodes import FunctionNode, ModuleNode, ROLES, SOURCE_ROLES, TensorNode
+from .nodes import ROLES, SOURCE_ROLES, FunctionNode, ModuleNode, TensorNode
 
 if TYPE_CHECKING:
     from .graph import Graph

@@ -18,7 +18,7 @@ mypy reports every ``match`` that misses it) instead of being drawn as another k
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, NoReturn, Union
+from typing import ClassVar, NoReturn
 
 #: Roles of tensor nodes.  Sources (no producer) are inputs and the last five.
 ROLES = ("input", "output", "intermediate", "created", "constant", "parameter", "buffer")
@@ -103,7 +103,7 @@ class ModuleNode(BaseNode):
 
 
 #: any node of the graph; ``match`` on it and end with ``case _: unhandled(node)``
-Node = Union[TensorNode, FunctionNode, ModuleNode]
+Node = TensorNode | FunctionNode | ModuleNode
 #: the node types, in the order kinds are listed
 NODE_TYPES: tuple[type[BaseNode], ...] = (TensorNode, FunctionNode, ModuleNode)
 KINDS = tuple(t.kind for t in NODE_TYPES)

@@ -8,14 +8,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from ..errors import GraphLintError, InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph
 from .nodes import ModuleNode, Node
 
 FOLDS = (True, False, "auto")
-Fold = Union[bool, Literal["auto"]]
+Fold = bool | Literal["auto"]
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,7 @@ class OpRecorder(SessionState):
                 self.failure = (scope.path, fn.name)
             raise
         with _Disable():
-            return self._after_op(out, fn, ins, in_nodes, scope)
+            return self._after_op(out, fn, ins, scope)
 
     def _call_meta_cached(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ins: list[torch.Tensor]) -> Any:
         cache = self.meta_cache
@@ -209,12 +209,12 @@ class OpRecorder(SessionState):
         return map_tensors(out, ours_again)
 
     # -- results ------------------------------------------------------------------------------
-    def _after_op(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], in_nodes: list[TensorNode], scope: ModuleNode) -> Any:
+    def _after_op(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], scope: ModuleNode) -> Any:
         sources = self.sources
         fid = fn.id
         # in-place: an argument whose version counter moved was mutated by this op
         mutated: dict[int, TensorNode] = {}
-        for t, n in zip(ins, in_nodes):
+        for t in ins:
             if id(t) in mutated:
                 continue
             v = version(t)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import types
-from typing import Any, Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from torch import nn
 

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ..graph import GraphBuilder, ModuleNode, TensorNode
-from .optable import BUFFER_ROLE, PARAM_ROLE, dtype_name, device_name, shape_of, version
+from .optable import BUFFER_ROLE, PARAM_ROLE, device_name, dtype_name, shape_of, version
 from .tensor import RecorderTensor
 
 

@@ -5,7 +5,8 @@ subclasses such as Hugging Face ``ModelOutput``, dataclass instances)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 import torch
 
 from ..errors import InvalidInputError
-from ..graph import Graph, annotate as run_passes, ir_of
+from ..graph import Graph, ir_of
+from ..graph import annotate as run_passes
 from ..recording.tree import flat_tensors
 
 G = TypeVar("G")

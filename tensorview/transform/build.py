@@ -35,7 +35,7 @@ def _build(graph: Graph, opts: ViewOptions) -> View:
         return View(g, opts, [], [], [], False)
     fold = opts.fold is True
     s = scope(g, opts, fold)
-    if opts.fold == "auto" and opts.fold is not True and s.visible > FOLD_AUTO_THRESHOLD:
+    if opts.fold == "auto" and s.visible > FOLD_AUTO_THRESHOLD:
         fold = True
         s = scope(g, opts, fold)
     canon = canonical(g, s) if opts.roll else list(range(len(g.nodes)))

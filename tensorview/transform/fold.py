@@ -52,10 +52,7 @@ def fed_by(g: Graph, prev: ModuleNode, cur: ModuleNode) -> bool:
     """Whether ``cur`` takes a tensor that ``prev`` produced (or returned)."""
     end = call_end(g, prev)
     pred = g.adjacency()[1]
-    for t in pred[cur.id]:
-        if prev.id < t < end or prev.id in pred[t]:
-            return True
-    return False
+    return any(prev.id < t < end or prev.id in pred[t] for t in pred[cur.id])
 
 
 #: longest repeated group of sibling calls that folds (``Linear, ReLU`` repeats: period 2)
