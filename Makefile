@@ -2,20 +2,26 @@
 #   make demo   set up everything, then render the demo model to docs/images/demo.svg
 #   make test   set up everything, lint and format-check (ruff), type-check (mypy), then run the whole test suite
 #   make bench  set up everything (plus torchview), then print the benchmark table
+#   make test-torch TORCH=torch==2.15.0
+#               the test suite against another torch, in its own virtualenv (.venv-torch)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
+# PyTorch's CPU wheel index: used for torch when it answers (tools/torch_index.py probes it
+# with a 3 s limit), else pip's configured index as before
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_VENV  ?= .venv-torch
 
-.PHONY: setup demo test bench clean format
+.PHONY: setup demo test test-torch bench clean format
 
 setup: $(VENV)/.installed graphviz
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# a CPU build of torch first, so nothing below pulls CUDA packages
-	$(PY) -m pip install -q "$(TORCH)"
+	# torch first, from the CPU index where reachable, so nothing below pulls CUDA packages
+	$(PY) -m pip install -q "$(TORCH)" $$($(PY) tools/torch_index.py "$(TORCH_INDEX)")
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
@@ -39,9 +45,17 @@ format: setup
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
 
+# the suite on another torch, e.g. the newest: make test-torch TORCH=torch==2.15.0
+# (its own virtualenv, so .venv keeps the torch CI uses; pip swaps torch in place on reruns)
+test-torch:
+	$(MAKE) setup VENV=$(TORCH_VENV) TORCH="$(TORCH)"
+	$(TORCH_VENV)/bin/python -m pip install -q "$(TORCH)" $$($(TORCH_VENV)/bin/python tools/torch_index.py "$(TORCH_INDEX)")
+	$(TORCH_VENV)/bin/python -c "import torch; print('torch', torch.__version__)"
+	$(TORCH_VENV)/bin/python -m pytest
+
 bench: setup
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(TORCH_VENV) build *.egg-info
