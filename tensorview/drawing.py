@@ -16,7 +16,7 @@ import graphviz
 
 from .errors import RenderError, choices_error
 from .graph import Graph, Node, TensorNode
-from .graph.listing import fmt_shapes
+from .graph.listing import fmt_shapes, one_line, printable, shorten
 from .render import DotRenderer, GraphvizStyler, render_digraph, run_dot
 from .transform import View, ViewOptions, build_view
 
@@ -81,7 +81,7 @@ class ComputationGraph:
             raise choices_error("save format", fmt, SAVE_FORMATS)
         if fmt == "json":
             with open(path, "w", encoding="utf-8") as f:
-                json.dump(self.to_json(), f, indent=1, sort_keys=False)
+                json.dump(self.to_json(), f, indent=1, sort_keys=False, allow_nan=False)
         else:
             render_digraph(self.source, path, fmt)
         return path
@@ -111,19 +111,19 @@ class ComputationGraph:
         for n in g.nodes:
             counts[n.kind] += 1
         head = (
-            f"ComputationGraph {self.options.graph_name!r}: {counts['module']} module calls, "
+            f"ComputationGraph {shorten(self.options.graph_name)!r}: {counts['module']} module calls, "
             f"{counts['function']} ops, {counts['tensor']} tensors, {len(g.edges)} edges"
         )
         lines = [head]
         if g.error:
-            lines.append(f"  error: {g.error}")
+            lines.append(f"  error: {printable(g.error)}")
         shown = 0
         for m in g.modules():
             if shown == REPR_MODULES:
                 lines.append(f"  … {counts['module'] - shown} more module calls")
                 break
             shown += 1
-            title = f"{m.path}: {m.cls_name}" if m.path else m.cls_name
+            title = one_line(f"{m.path}: {m.cls_name}" if m.path else m.cls_name)
             ins = fmt_shapes(g.shapes(g.input_tensors(m.id)))
             outs = fmt_shapes(g.shapes(g.output_tensors(m.id)))
             mark = " [failed]" if m.failed else ""
