@@ -26,7 +26,7 @@ from .graph import (
     ViewOptions,
     annotate,
 )
-from .graph.listing import fmt_shapes
+from .graph.listing import fmt_shapes, one_line, printable, shorten
 from .render import RENDER_OPTION_NAMES, DotRenderer, GraphvizStyler, RenderOptions, run_dot
 from .render.formats import Format, format_for, formats
 from .transform import build_view
@@ -163,12 +163,12 @@ class ComputationGraph:
         for n in g.nodes:
             counts[n.kind] += 1
         head = (
-            f"ComputationGraph {self.render_options.graph_name!r}: {counts['module']} module calls, "
+            f"ComputationGraph {shorten(self.render_options.graph_name)!r}: {counts['module']} module calls, "
             f"{counts['function']} ops, {counts['tensor']} tensors, {len(g.edges)} edges"
         )
         lines = [head]
         if g.error:
-            lines.append(f"  error: {g.error}")
+            lines.append(f"  error: {printable(g.error)}")
         for shown, m in enumerate(g.modules()):
             if shown == REPR_MODULES:
                 lines.append(f"  … {counts['module'] - shown} more module calls")
@@ -196,7 +196,7 @@ class ComputationGraph:
 
 
 def _module_line(g: Graph, m: ModuleNode) -> str:
-    title = f"{m.path}: {m.cls_name}" if m.path else m.cls_name
+    title = one_line(f"{m.path}: {m.cls_name}" if m.path else m.cls_name)
     ins = fmt_shapes(g.shapes(g.input_tensors(m.id)))
     outs = fmt_shapes(g.shapes(g.output_tensors(m.id)))
     mark = " [failed]" if m.failed else ""

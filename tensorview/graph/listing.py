@@ -10,6 +10,26 @@ if TYPE_CHECKING:
     from .graph import Graph
 
 HEADER = ("name", "kind", "path", "op", "input shapes", "output shapes")
+#: names longer than this are shortened with an ellipsis in text output and DOT labels
+MAX_TEXT = 200
+
+
+def printable(text: str) -> str:
+    """``text`` on one line: each character that is not printable (line breaks, tabs,
+    control characters, lone surrogates) as its Python escape (``\\n``, ``\\x00``, ``\\ud800``)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def shorten(text: str, limit: int = MAX_TEXT) -> str:
+    """``text`` cut to ``limit`` characters, the last one an ellipsis, when it is longer."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(text: str) -> str:
+    """A name as text output shows it: one line (``printable``), at most ``MAX_TEXT`` characters."""
+    return shorten(printable(text))
 
 
 def fmt_shape(shape: tuple[int, ...]) -> str:
@@ -32,7 +52,7 @@ def rows(g: Graph) -> list[tuple[str, ...]]:
                 outs = fmt_shapes(g.shapes(g.output_tensors(n.id)))
             case _:
                 unhandled(n)
-        out.append((n.name, n.kind, n.path or "''", op, ins, outs))
+        out.append((one_line(n.name), n.kind, one_line(n.path) or "''", one_line(op), ins, outs))
     return out
 
 

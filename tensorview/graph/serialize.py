@@ -7,6 +7,7 @@ and the ``order`` of the first use.  Annotations appear per node under ``notes``
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from .nodes import FunctionNode, ModuleNode, Node, TensorNode, unhandled
@@ -76,6 +77,8 @@ def node_record(g: Graph, node: Node) -> dict[str, Any]:
 
 
 def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):  # strict JSON has no NaN or Infinity
+        return "NaN" if math.isnan(v) else "Infinity" if v > 0 else "-Infinity"
     if isinstance(v, (str, int, float, bool)) or v is None:
         return v
     if isinstance(v, dict):

@@ -51,7 +51,7 @@ class DotRenderer(Renderer):
         if self.options.layout == "auto" and is_big(view):
             for k, v in BOUNDED_LAYOUT.items():
                 graph_attr.setdefault(k, v)
-        lines = [f"digraph {quote(self.options.graph_name)} {{"]
+        lines = [_head(self.options.graph_name)]
         if graph_attr:
             lines.append(f"\tgraph{attr_list(graph_attr)}")
         lines.append(f"\tnode{attr_list(self.styler.node_defaults)}")
@@ -88,6 +88,16 @@ class DotRenderer(Renderer):
         from the body lines directly (no per-node calls into the graphviz package)."""
         opts = options if options is not None else RenderOptions()
         text = source if source is not None else self.render(view, opts)
-        lines = text.split("\n")
-        body = [line + "\n" for line in lines[1:-2]]  # between the head and the closing brace
-        return graphviz.Digraph(name=opts.graph_name, body=body)
+        name = opts.graph_name
+        head = _head(name) + "\n"  # a long name spans several lines
+        start = len(head) if text.startswith(head) else text.index("\n") + 1
+        body = [line + "\n" for line in text[start:].split("\n")[:-2]]  # up to the closing brace
+        # graphviz quotes the name itself: given our quoted text (as plain text, not an HTML
+        # string) it writes the same head line, whatever the name holds
+        quoted = quote(name) if name else ""
+        return graphviz.Digraph(name=graphviz.nohtml(quoted[1:-1]) if quoted.startswith('"') else quoted, body=body)
+
+
+def _head(graph_name: str) -> str:
+    """``digraph model {`` (``digraph {`` for an empty name, as graphviz writes it)."""
+    return f"digraph {quote(graph_name)} {{" if graph_name else "digraph {"

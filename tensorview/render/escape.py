@@ -1,26 +1,91 @@
-"""DOT quoting and attribute lists: the one place where text becomes DOT syntax."""
+"""DOT quoting and attribute lists: the one place where text becomes DOT syntax.
+
+Names are user data (a model built from an untrusted config can name its modules
+anything), so everything that reaches ``dot`` here is made safe for DOT and for the SVG
+that ``dot`` writes from it: characters XML cannot carry become visible escapes, ``&``
+is written as the entity ``&amp;`` (Graphviz reads entities in text), attribute values
+that Graphviz copies verbatim into SVG lose the characters that would break out of an
+XML attribute, very long label lines are shortened (the full text goes into
+``tooltip``), and very long strings are split over continuation lines (DOT's scanner
+rejects a quoted run of more than 16384 bytes).
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 
+from ..graph.listing import MAX_TEXT, shorten
+
 _ID = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?))\Z")
 _KEYWORDS = frozenset({"node", "edge", "graph", "digraph", "subgraph", "strict"})
+#: characters that XML 1.0 cannot carry (control characters other than tab, line feed and
+#: carriage return, lone surrogates, U+FFFE, U+FFFF; NUL also ends dot's strings), plus DEL
+#: and the C1 controls, so that they are seen
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+#: a quoted string is split over continuation lines every this many characters
+_CHUNK = 2000
+#: attributes whose text Graphviz escapes itself when it writes SVG
+_TEXT_ATTRS = frozenset({
+    "label", "xlabel", "headlabel", "taillabel", "tooltip", "labeltooltip", "edgetooltip",
+    "headtooltip", "tailtooltip", "comment",
+})
+#: in URL attributes these are percent-encoded; in the other non-text attributes (fontname,
+#: colours: Graphviz 2.43 writes them into SVG verbatim) they are replaced by ``_``
+_URL_UNSAFE = str.maketrans({'"': "%22", "<": "%3C", ">": "%3E"})
+_VALUE_UNSAFE = str.maketrans({'"': "_", "<": "_", ">": "_", "&": "_"})
 
 
 def quote(text: str) -> str:
     """``text`` as a DOT ID: bare when it is a plain identifier or numeral, else double-quoted with
-    backslashes, quotes and line breaks escaped (a line break becomes DOT's ``\\n``)."""
-    if _ID.match(text) and text.lower() not in _KEYWORDS:
+    backslashes, quotes and line breaks escaped (a line break becomes DOT's ``\\n``), ``&`` as
+    ``&amp;``, characters XML cannot carry as visible escapes (``\\x00``), and text longer
+    than 2000 characters split over continuation lines."""
+    if _ID.match(text) and text.lower() not in _KEYWORDS and len(text) <= _CHUNK:
         return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n") + '"'
+    if len(text) <= _CHUNK:
+        return '"' + _escape(text) + '"'
+    return '"' + "\\\n".join(_escape(text[i : i + _CHUNK]) for i in range(0, len(text), _CHUNK)) + '"'
+
+
+def _escape(text: str) -> str:
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
+    text = text.replace("&", "&amp;")
+    if _UNSAFE.search(text):
+        # a doubled backslash, so that dot shows the escape (\x00) instead of reading it
+        text = _UNSAFE.sub(lambda m: "\\" + m.group().encode("unicode_escape").decode("ascii"), text)
+    return text
 
 
 def attr_list(attrs: Mapping[str, object]) -> str:
-    """`` [k=v k2="v 2"]`` in insertion order, or ``""`` when empty; ``None`` values are skipped."""
-    parts = [f"{quote(str(k))}={quote(_text(v))}" for k, v in attrs.items() if v is not None]
+    """`` [k=v k2="v 2"]`` in insertion order, or ``""`` when empty; ``None`` values are skipped.
+    A ``label`` with a line longer than ``MAX_TEXT`` characters is shortened with an ellipsis
+    and its full text becomes the ``tooltip`` (unless one is given)."""
+    attrs = _fit_label(attrs)
+    parts = [f"{quote(str(k))}={quote(_value(str(k), _text(v)))}" for k, v in attrs.items() if v is not None]
     return " [" + " ".join(parts) + "]" if parts else ""
+
+
+def _fit_label(attrs: Mapping[str, object]) -> Mapping[str, object]:
+    label = attrs.get("label")
+    if not isinstance(label, str) or len(label) <= MAX_TEXT:
+        return attrs
+    lines = label.split("\n")
+    if all(len(line) <= MAX_TEXT for line in lines):
+        return attrs
+    out = dict(attrs)
+    out["label"] = "\n".join(shorten(line) for line in lines)
+    if out.get("tooltip") is None:
+        out["tooltip"] = label
+    return out
+
+
+def _value(key: str, text: str) -> str:
+    if key in _TEXT_ATTRS:
+        return text
+    if key.lower().endswith(("url", "href")) or key == "stylesheet":
+        return text.translate(_URL_UNSAFE)
+    return text.translate(_VALUE_UNSAFE)
 
 
 def _text(v: object) -> str:

@@ -101,7 +101,7 @@ def _dot_output(kind: str) -> Callable[[Drawing], bytes]:
 
 
 def _graph_json(d: Drawing) -> str:
-    return json.dumps(d.to_json(), indent=1)
+    return json.dumps(d.to_json(), indent=1, allow_nan=False)  # strict JSON (serialize.py writes NaN as "NaN")
 
 
 register(Format("svg", ("svg",), "image/svg+xml", _dot_output("svg"), needs_dot=True, display=True))

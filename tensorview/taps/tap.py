@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -146,9 +147,11 @@ class Tap:
 
     def save(self, directory: str | Path) -> list[Path]:
         """Write each module's data to ``directory/<path>.pt`` (the model itself: ``model.pt``),
-        loadable with ``torch.load``.  Returns the files written."""
+        loadable with ``torch.load``.  Returns the files written.  Every file is directly
+        inside ``directory``: characters that cannot be in a file name are written as
+        ``%XX`` (see ``file_name``)."""
         directory = Path(directory)
-        files = [directory / f"{e.path or 'model'}.pt" for e in self._entries]
+        files = [directory / file_name(e.path) for e in self._entries]
         if len(set(files)) != len(files):
             raise InvalidInputError(f"two tapped modules would be saved to the same file: {self.paths!r}")
         directory.mkdir(parents=True, exist_ok=True)
@@ -223,6 +226,32 @@ class BackwardOutput(Tap):
 
     def _hook(self, module: nn.Module, record: Record) -> RemovableHandle:
         return module.register_full_backward_hook(lambda _m, _gi, grad_output: record(grad_output))
+
+
+#: characters a tap file name never holds: path separators, ``:`` (a drive on Windows) and
+#: ``%`` itself (so that the encoding is one-to-one); non-printable ones are encoded too
+_UNSAFE_IN_FILE_NAMES = frozenset("%/\\:")
+#: longest file name in bytes, ``.pt`` included (file systems allow 255)
+_MAX_FILE_NAME = 200
+
+
+def file_name(path: str) -> str:
+    """The file name of a tapped module's data: ``layer1.0.conv1.pt`` (``model.pt`` for the
+    model itself).  Module names are user data (``setattr(model, "../x", m)`` works), so
+    each character that is not printable or is one of ``% / \\ :`` is written as ``%XX``
+    (its UTF-8 bytes): distinct paths get distinct names, and none leaves the directory.
+    A name too long for file systems keeps its start and ends with a hash of the path."""
+    name = path or "model"
+    if not all(c.isprintable() and c not in _UNSAFE_IN_FILE_NAMES for c in name):
+        name = "".join(
+            c if c.isprintable() and c not in _UNSAFE_IN_FILE_NAMES
+            else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
+            for c in name
+        )
+    if len(name.encode("utf-8")) > _MAX_FILE_NAME - 3:
+        digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        name = name.encode("utf-8")[:150].decode("utf-8", "ignore") + "-" + digest
+    return name + ".pt"
 
 
 def _snapshot(value: Any) -> Any:
