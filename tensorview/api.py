@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any, Literal
 
 import torch
 from torch import nn
 
-from .errors import InvalidInputError, InvalidTypeError, choices_error
+from .errors import InvalidInputError, choices_error
 from .recording import Recorder
-from .recording.inputs import as_device, make_inputs, model_device, placed, training_mode
+from .recording.inputs import (
+    as_device, check_forward_kwargs, check_model, make_inputs, model_device, placed, to_device, training_mode,
+)
 
 MODES = ("eval", "train", "same")
 
@@ -43,6 +46,12 @@ def draw_graph(
     Inputs: ``input_size`` (a shape or a list of shapes, with ``dtypes`` per input) or
     ``input_data`` (a tensor, a tuple/list of positional arguments, a dict of keyword
     arguments, or any nesting); ``forward_kwargs`` are passed to ``forward`` as well.
+    Tensors given as ``input_size`` (torchview's ``draw_graph(model, x)``) are taken as
+    ``input_data``.  ``dtypes`` applies to ``input_size`` only: with ``input_data`` it is
+    an ``InvalidInputError`` (give tensors of the wanted dtype).  Tensors in
+    ``input_data`` and ``forward_kwargs`` are moved to ``device`` (default: the model's).
+    A keyword for ``forward`` that ``forward`` does not declare by name and that is close
+    to an option name (``dept=2``) is an ``InvalidInputError`` ("did you mean depth?").
     ``device="meta"`` records models of any size without memory; the caller's model is
     never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
     ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
@@ -51,8 +60,9 @@ def draw_graph(
     from .drawing import ComputationGraph
     from .transform import ViewOptions
 
-    if not isinstance(model, nn.Module):
-        raise InvalidTypeError(f"draw_graph needs a torch.nn.Module, got {type(model).__name__}")
+    check_model(model, "draw_graph")
+    if forward_kwargs:
+        check_forward_kwargs(model, forward_kwargs, _OPTION_NAMES)
     if mode not in MODES:
         raise choices_error("mode", mode, MODES)
     options = ViewOptions(
@@ -61,8 +71,9 @@ def draw_graph(
         show_params=show_params, fold=fold, graph_dir=graph_dir, graph_name=graph_name,
     )
     dev = as_device(device)
-    args, kwargs = make_inputs(input_size, input_data, dtypes, dev if dev is not None else model_device(model))
-    kwargs.update(forward_kwargs)
+    target = dev if dev is not None else model_device(model)
+    args, kwargs = make_inputs(input_size, input_data, dtypes, target)
+    kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
     with placed(model, dev) as runnable, training_mode(runnable, mode), torch.no_grad():
         with Recorder(runnable, device=dev, graph_options=options) as rec:
             runnable(*args, **kwargs)
@@ -72,8 +83,15 @@ def draw_graph(
     return graph
 
 
+#: draw_graph's own parameter names (a forward keyword close to one is a misspelling)
+_OPTION_NAMES = tuple(
+    n for n, p in inspect.signature(draw_graph).parameters.items() if p.kind is not p.VAR_KEYWORD and n != "model"
+)
+
+
 def _save_path(directory: str, filename: str | None, graph_name: str) -> str:
-    name = filename or graph_name
+    directory = os.fsdecode(directory)
+    name = os.fsdecode(filename) if filename else graph_name
     if not os.path.splitext(name)[1]:
         name += ".png"  # torchview saves a PNG by default
     return os.path.join(directory, name)

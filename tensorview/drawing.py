@@ -14,7 +14,7 @@ from typing import Any
 
 import graphviz
 
-from .errors import RenderError, choices_error
+from .errors import InvalidTypeError, RenderError, choices_error
 from .graph import Graph, Node, TensorNode
 from .graph.listing import fmt_shapes
 from .render import DotRenderer, GraphvizStyler, render_digraph, run_dot
@@ -32,7 +32,7 @@ class ComputationGraph:
     def __init__(self, graph: Graph, options: ViewOptions | None = None, *, styler: GraphvizStyler | None = None) -> None:
         self.graph = graph
         self.options = options if options is not None else ViewOptions()
-        self.styler = styler
+        self.styler = _check_styler(styler)
         self._view: View | None = None
         self._source: str | None = None
         self._digraph: graphviz.Digraph | None = None
@@ -75,7 +75,11 @@ class ComputationGraph:
     def save(self, path: str | os.PathLike[str], *, format: str | None = None) -> str:
         """Write the drawing; the format comes from the extension (or ``format``): svg,
         png, pdf (via ``dot``), gv/dot (DOT source), json (the full graph, ``to_json``)."""
-        path = os.fspath(path)
+        path = _check_path(path)
+        if format is not None and not isinstance(format, str):
+            raise InvalidTypeError(
+                f"save format must be a str, one of {list(SAVE_FORMATS)!r}, got {type(format).__name__}: {format!r:.80}"
+            )
         fmt = (format or os.path.splitext(path)[1].lstrip(".")).lower()
         if fmt not in SAVE_FORMATS:
             raise choices_error("save format", fmt, SAVE_FORMATS)
@@ -147,6 +151,29 @@ class ComputationGraph:
     def table(self) -> str:
         """One row per IR node: name, kind, module path, op/class, shapes."""
         return self.graph.table()
+
+
+def _check_styler(styler: Any) -> GraphvizStyler | None:
+    if styler is None or isinstance(styler, GraphvizStyler):
+        return styler
+    if isinstance(styler, type) and issubclass(styler, GraphvizStyler):
+        raise InvalidTypeError(
+            f"styler must be a GraphvizStyler instance, got the class {styler.__name__}: "
+            f"pass an instance, e.g. styler={styler.__name__}()"
+        )
+    raise InvalidTypeError(
+        f"styler must be a GraphvizStyler instance (e.g. GraphvizStyler(fontname='Helvetica')) or None, "
+        f"got {type(styler).__name__}: {styler!r:.80}"
+    )
+
+
+def _check_path(path: Any) -> str:
+    """A file path as ``str``: ``str``, ``bytes`` (decoded as the OS does) or ``os.PathLike``."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise InvalidTypeError(
+            f"save path must be a str or os.PathLike such as 'model.svg', got {type(path).__name__}: {path!r:.80}"
+        )
+    return os.fsdecode(path)
 
 
 __all__ = ["SAVE_FORMATS", "ComputationGraph"]

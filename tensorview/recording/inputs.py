@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterator
+import difflib
+import inspect
+import operator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -16,20 +19,124 @@ from ..errors import InvalidInputError, InvalidTypeError
 from .tree import map_tensors, strip_in_place
 
 
+#: the largest size of one dimension torch can hold
+MAX_DIM = 2**63 - 1
+#: dtypes ``input_size`` can make tensors of besides floating and complex ones (zeros)
+INT_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+              torch.uint16, torch.uint32, torch.uint64)
+
+
+def summary(value: Any) -> str:
+    """A short description of ``value`` for error messages: tensors by shape, dtype and
+    device (never their values), anything else as a repr cut at 80 characters."""
+    if isinstance(value, torch.Tensor):
+        return f"tensor(shape={tuple(value.shape)}, dtype={value.dtype}, device={value.device})"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_model(model: Any, who: str) -> None:
+    """``model`` must be an ``nn.Module`` instance; a module class gets a hint."""
+    if isinstance(model, nn.Module):
+        return
+    if isinstance(model, type) and issubclass(model, nn.Module):
+        cls: type = model
+        name = f"nn.{cls.__name__}" if getattr(nn, cls.__name__, None) is cls else cls.__qualname__
+        raise InvalidTypeError(
+            f"{who} needs a torch.nn.Module instance, got the class {name}: "
+            f"pass an instance, e.g. {name}(...)"
+        )
+    raise InvalidTypeError(f"{who} needs a torch.nn.Module, got {type(model).__name__}: {summary(model)}")
+
+
+def _dim(d: Any) -> int | None:
+    """``d`` as a dimension size (Python and numpy integers), else ``None``."""
+    if isinstance(d, (bool, torch.Tensor)):
+        return None
+    try:
+        return operator.index(d)
+    except TypeError:
+        return None
+
+
 def _is_shape(x: Any) -> bool:
-    return isinstance(x, (tuple, list, torch.Size)) and all(isinstance(d, int) and not isinstance(d, bool) for d in x)
+    return isinstance(x, (tuple, list, torch.Size)) and all(_dim(d) is not None for d in x)
+
+
+def _has_tensor(x: Any) -> bool:
+    found: list[bool] = []
+
+    def see(t: torch.Tensor) -> torch.Tensor:
+        found.append(True)
+        return t
+
+    map_tensors(x, see)
+    return bool(found)
+
+
+def to_device(value: Any, device: torch.device | None, what: str) -> Any:
+    """``value`` with every tensor moved to ``device`` (the caller's tensors are not
+    changed); a tensor on ``meta`` holds no data, so it cannot go anywhere else."""
+    if device is None:
+        return value
+
+    def move(t: torch.Tensor) -> torch.Tensor:
+        if t.device.type == "meta" and device.type != "meta":
+            raise InvalidInputError(
+                f"{what} {summary(t)} is on the meta device and holds no data, so it cannot be "
+                f"moved to {device} (the recording device); pass device='meta' to record on "
+                f"meta (your model is copied there, not moved), or give inputs with data"
+            )
+        return t.to(device)
+
+    return map_tensors(value, move)
+
+
+def check_forward_kwargs(model: nn.Module, forward_kwargs: Iterable[str], options: Iterable[str]) -> None:
+    """A keyword for ``forward`` that ``forward`` does not declare by name (it would go
+    into ``**kwargs`` or fail) and that is close to one of ``options`` is a misspelled
+    option (``dept=2``): an ``InvalidInputError`` that says which option was meant."""
+    options = list(options)
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return
+    declared = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    for key in forward_kwargs:
+        if key in declared:
+            continue
+        close = difflib.get_close_matches(key, options, n=1, cutoff=0.8)
+        if close:
+            where = "it would go into forward's **kwargs" if var_kw else "forward takes no such keyword"
+            first = declared[0] if declared else "x"
+            raise InvalidInputError(
+                f"unknown draw_graph option {key!r}: did you mean {close[0]}? ({type(model).__name__}.forward "
+                f"does not declare {key!r}: {where}); to pass {key!r} to forward anyway, give all inputs "
+                f"as input_data, a dict of keyword arguments: input_data={{{first!r}: ..., {key!r}: ...}}"
+            )
 
 
 def make_inputs(
     input_size: Any, input_data: Any, dtypes: Any, device: torch.device | None
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Positional and keyword arguments for the forward call."""
+    """Positional and keyword arguments for the forward call.  Tensors given in the
+    ``input_size`` place (torchview's ``draw_graph(model, x)``) are ``input_data``."""
+    if input_data is None and input_size is not None and _has_tensor(input_size):
+        input_size, input_data = None, input_size
     if (input_size is None) == (input_data is None):
         got = "both" if input_size is not None else "neither"
         raise InvalidInputError(f"pass exactly one of input_size or input_data (got {got})")
     if input_data is not None:
-        if input_data is not None and device is not None:
-            input_data = map_tensors(input_data, lambda t: t.to(device))
+        if dtypes is not None:
+            raise InvalidInputError(
+                f"dtypes={summary(dtypes)} applies to input_size only; with input_data, give "
+                "tensors of the dtypes you want (e.g. input_data=x.to(torch.float64))"
+            )
+        input_data = to_device(input_data, device, "input_data")
         if isinstance(input_data, torch.Tensor):
             return (input_data,), {}
         if type(input_data) in (tuple, list):
@@ -37,7 +144,7 @@ def make_inputs(
         if type(input_data) is dict:
             bad = [k for k in input_data if not isinstance(k, str)]
             if bad:
-                raise InvalidInputError(f"input_data dict keys must be argument names (str), got {bad[0]!r}")
+                raise InvalidInputError(f"input_data dict keys must be argument names (str), got {summary(bad[0])}")
             return (), dict(input_data)
         return (input_data,), {}
     shapes = _shapes(input_size)
@@ -49,15 +156,21 @@ def _shapes(input_size: Any) -> list[tuple[int, ...]]:
     if _is_shape(input_size):
         shapes = [tuple(input_size)]
     elif isinstance(input_size, (tuple, list)) and input_size and all(_is_shape(s) for s in input_size):
-        shapes = [tuple(s) for s in input_size]
+        shapes = list(input_size)
     else:
         raise InvalidInputError(
-            f"bad input_size {input_size!r}: expected a shape such as (1, 3, 224, 224) "
+            f"bad input_size {summary(input_size)}: expected a shape such as (1, 3, 224, 224) "
             "or a list of shapes such as [(1, 16), (1, 16)]"
         )
+    shapes = [tuple(operator.index(d) for d in s) for s in shapes]  # numpy integers become ints
     for s in shapes:
         if any(d < 0 for d in s):
-            raise InvalidInputError(f"bad input_size: shape {s!r} has a negative dimension")
+            raise InvalidInputError(f"bad input_size: shape {summary(s)} has a negative dimension")
+        if any(d > MAX_DIM for d in s):
+            raise InvalidInputError(
+                f"bad input_size: shape {summary(s)} has a dimension over 2**63 - 1 "
+                f"(the largest torch can hold); dimensions must be in 0..{MAX_DIM}"
+            )
     return shapes
 
 
@@ -67,16 +180,34 @@ def _dtypes(dtypes: Any, n: int) -> list[torch.dtype]:
     if isinstance(dtypes, torch.dtype):
         return [dtypes] * n
     if not isinstance(dtypes, (list, tuple)) or not all(isinstance(d, torch.dtype) for d in dtypes):
-        raise InvalidTypeError(f"dtypes must be a torch.dtype or a list of them, got {dtypes!r}")
+        raise InvalidTypeError(f"dtypes must be a torch.dtype or a list of them, got {summary(dtypes)}")
     if len(dtypes) != n:
-        raise InvalidInputError(f"got {len(dtypes)} dtypes {list(dtypes)!r} for {n} input shape(s)")
+        raise InvalidInputError(f"got {len(dtypes)} dtypes {summary(list(dtypes))} for {n} input shape(s)")
     return list(dtypes)
 
 
+def _check_dtype(dtype: torch.dtype) -> None:
+    if not (dtype.is_floating_point or dtype.is_complex or dtype in INT_DTYPES):
+        raise InvalidInputError(
+            f"dtypes: input_size cannot make a {dtype} tensor (it makes random floating or "
+            "complex tensors and zero integer or bool tensors); use a floating, complex, "
+            "integer or bool dtype, or pass the tensor itself as input_data"
+        )
+
+
 def _tensor(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | None) -> torch.Tensor:
-    if dtype.is_floating_point or dtype.is_complex:
-        return torch.randn(shape, dtype=dtype, device=device)
-    return torch.zeros(shape, dtype=dtype, device=device)  # token ids, masks: always in range
+    _check_dtype(dtype)
+    try:
+        if dtype.is_floating_point or dtype.is_complex:
+            return torch.randn(shape, dtype=dtype, device=device)
+        return torch.zeros(shape, dtype=dtype, device=device)  # token ids, masks: always in range
+    except (RuntimeError, NotImplementedError) as e:  # too large, a dtype the device cannot make
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InvalidInputError(
+            f"cannot make an input tensor of shape {summary(shape)} and dtype {dtype} on "
+            f"{device or 'cpu'}: {first[:200]}; use device='meta' to record without memory, "
+            "or pass the tensor as input_data"
+        ) from e
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -93,6 +224,15 @@ def placed(model: nn.Module, device: torch.device | None) -> Iterator[nn.Module]
     if device is None or all(t.device == device for t in _tensors(model)):
         yield model
         return
+    if device.type != "meta":
+        meta = next((n for n, t in _named_tensors(model) if t.device.type == "meta"), None)
+        if meta is not None:
+            raise InvalidInputError(
+                f"cannot record {type(model).__name__} on {device}: its parameters are on the meta "
+                f"device and hold no data (e.g. {meta!r}), so they cannot be copied to {device}; "
+                "record with device='meta' (shapes only, no memory), or give the model real "
+                f"weights first (model.to_empty(device={str(device)!r}), then load_state_dict)"
+            )
     memo: dict[int, Any] = {}
     for t in _tensors(model):
         if id(t) in memo:
@@ -122,6 +262,11 @@ def _tensors(model: nn.Module) -> Iterator[torch.Tensor]:
     yield from model.buffers()
 
 
+def _named_tensors(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    yield from model.named_parameters()
+    yield from model.named_buffers()
+
+
 @contextlib.contextmanager
 def training_mode(model: nn.Module, mode: str) -> Iterator[None]:
     """Set train/eval for the forward and put every module's flag back afterwards."""
@@ -139,9 +284,35 @@ def as_device(device: Any) -> torch.device | None:
     if device is None:
         return None
     try:
-        return torch.device(device)
+        dev = torch.device(device)
     except (RuntimeError, TypeError) as e:
-        raise InvalidInputError(f"bad device {device!r}: {e}") from e
+        raise InvalidInputError(f"bad device {summary(device)}: {e}") from e
+    _check_available(dev, device)
+    return dev
 
 
-__all__ = ["as_device", "make_inputs", "model_device", "placed", "training_mode"]
+def _check_available(dev: torch.device, given: Any) -> None:
+    """An accelerator device must exist here (``cuda`` on a machine without a GPU, or a
+    torch build without CUDA, is an error that says which devices there are)."""
+    if dev.type in ("cpu", "meta"):
+        return
+    backend = getattr(torch, dev.type, None)
+    is_available = getattr(backend, "is_available", None)
+    if not callable(is_available):
+        return
+    if not is_available():
+        raise InvalidInputError(
+            f"device {summary(given)} is not available here (torch.{dev.type}.is_available() is False: "
+            f"no {dev.type} device, or this torch build has no {dev.type} support); use device='cpu', "
+            "or device='meta' (records shapes without memory, any model size)"
+        )
+    count = getattr(backend, "device_count", None)
+    if dev.index is not None and callable(count) and dev.index >= count():
+        raise InvalidInputError(
+            f"device {summary(given)} does not exist: there are {count()} {dev.type} device(s), "
+            f"indices 0..{count() - 1}"
+        )
+
+
+__all__ = ["as_device", "check_forward_kwargs", "check_model", "make_inputs", "model_device", "placed",
+           "summary", "to_device", "training_mode"]

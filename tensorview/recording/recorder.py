@@ -8,6 +8,7 @@ from typing import Any, Callable
 from torch import nn
 
 from ..errors import InvalidTypeError, RecordingError, TensorviewError
+from .inputs import check_model, summary
 from .patch import SharedPatch
 from .session import Session
 from .tensor import _tls, current_session
@@ -52,10 +53,8 @@ class Recorder:
     def __init__(
         self, model: nn.Module, *, device: Any = None, graph_options: Any = None, meta_replay: bool = True
     ) -> None:
-        if not isinstance(model, nn.Module):
-            raise InvalidTypeError(
-                f"Recorder needs a torch.nn.Module, got {type(model).__name__}: {model!r:.80}"
-            )
+        check_model(model, "Recorder")
+        _check_graph_options(graph_options)
         self.model = model
         self.device = device
         self.graph_options = graph_options
@@ -116,6 +115,16 @@ class Recorder:
         except Exception:
             err = RecordingError(msg, graph=partial, module_path=path)
         return err
+
+
+def _check_graph_options(options: Any) -> None:
+    from ..transform import ViewOptions
+
+    if options is not None and not isinstance(options, ViewOptions):
+        raise InvalidTypeError(
+            f"graph_options must be a tensorview.ViewOptions (e.g. ViewOptions(depth=2)) or None, "
+            f"got {type(options).__name__}: {summary(options)}"
+        )
 
 
 def is_patched() -> bool:

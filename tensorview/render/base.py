@@ -19,6 +19,12 @@ class Renderer:
     view: View
 
     def render(self, view: View) -> str:
+        missing = [h for h in ("render_node", "render_edge") if getattr(type(self), h) is getattr(Renderer, h)]
+        if missing:
+            raise NotImplementedError(
+                f"{type(self).__name__} must implement the Renderer hook(s) {' and '.join(missing)} "
+                "(render_node(node) and render_edge(src, dst, count) return a piece of text or None)"
+            )
         self.view = view
         out: list[str] = []
 
@@ -62,7 +68,7 @@ class Renderer:
         return None
 
     def render_node(self, node: ViewNode) -> str | None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement render_node(node) -> str | None")
 
     def begin_module(self, cluster: Cluster) -> str | None:
         return None
@@ -71,7 +77,7 @@ class Renderer:
         return None
 
     def render_edge(self, src: ViewNode, dst: ViewNode, count: int) -> str | None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement render_edge(src, dst, count) -> str | None")
 
     def end_graph(self, view: View) -> str | None:
         return None

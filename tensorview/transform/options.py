@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
@@ -45,6 +46,11 @@ class ViewOptions:
     layout: str = "auto"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.depth, (bool, int)) and hasattr(type(self.depth), "__index__"):
+            try:  # numpy integers
+                object.__setattr__(self, "depth", operator.index(self.depth))
+            except TypeError:
+                pass  # not an integer after all: the error below names it
         if isinstance(self.depth, bool) or not isinstance(self.depth, int):
             raise InvalidTypeError(f"depth must be an int, got {self.depth!r}")
         if self.depth < 0:
