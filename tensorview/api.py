@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any, Literal
 
@@ -13,7 +14,8 @@ from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
 from .recording import BaseRecorder
-from .recording.inputs import as_device, make_inputs, model_device, placed, training_mode
+from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
+from .recording.placement import as_device, model_device, placed, training_mode
 from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph
 from .transform import build_view
 
@@ -87,13 +89,20 @@ def draw_graph(
     Inputs: ``input_size`` (a shape or a list of shapes, with ``dtypes`` per input) or
     ``input_data`` (a tensor, a tuple/list of positional arguments, a dict of keyword
     arguments, or any nesting); ``forward_kwargs`` are passed to ``forward`` as well.
+    Tensors given as ``input_size`` (torchview's ``draw_graph(model, x)``) are taken as
+    ``input_data``.  ``dtypes`` applies to ``input_size`` only: with ``input_data`` it is
+    an ``InvalidInputError`` (give tensors of the wanted dtype).  Tensors in
+    ``input_data`` and ``forward_kwargs`` are moved to ``device`` (default: the model's).
+    A keyword for ``forward`` that ``forward`` does not declare by name and that is close
+    to an option name (``dept=2``) is an ``InvalidInputError`` ("did you mean depth?").
     ``device="meta"`` records models of any size without memory; the caller's model is
     never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
     ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
     The view options have torchview's meanings; change them later with ``graph.view(...)``.
     """
-    if not isinstance(model, nn.Module):
-        raise InvalidTypeError(f"draw_graph needs a torch.nn.Module, got {type(model).__name__}")
+    check_model(model, "draw_graph")
+    if forward_kwargs:
+        check_forward_kwargs(model, forward_kwargs, _OPTION_NAMES)
     if mode not in MODES:
         raise choices_error("mode", mode, MODES)
     options = ViewOptions(
@@ -103,8 +112,9 @@ def draw_graph(
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
     dev = as_device(device)
-    args, kwargs = make_inputs(input_size, input_data, dtypes, dev if dev is not None else model_device(model))
-    kwargs.update(forward_kwargs)
+    target = dev if dev is not None else model_device(model)
+    args, kwargs = make_inputs(input_size, input_data, dtypes, target)
+    kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
     with placed(model, dev) as runnable, training_mode(runnable, mode), torch.no_grad():
         with Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
             runnable(*args, **kwargs)
@@ -114,8 +124,15 @@ def draw_graph(
     return graph
 
 
+#: draw_graph's own parameter names (a forward keyword close to one is a misspelling)
+_OPTION_NAMES = tuple(
+    n for n, p in inspect.signature(draw_graph).parameters.items() if p.kind is not p.VAR_KEYWORD and n != "model"
+)
+
+
 def _save_path(directory: str, filename: str | None, graph_name: str) -> str:
-    name = filename or graph_name
+    directory = os.fsdecode(directory)
+    name = os.fsdecode(filename) if filename else graph_name
     if not os.path.splitext(name)[1]:
         name += ".png"  # torchview saves a PNG by default
     return os.path.join(directory, name)
@@ -138,11 +155,24 @@ def make_dot(
     ``Graph``), opened down to ``render_depth`` (the view depth) with a dashed box around
     each opened module, styled by ``styler_cls(**styler_args)`` (torchrecorder)."""
     ir = ir_of(graph, "make_dot")
+    styler_cls = _styler_class(styler_cls)
     base = graph.options if isinstance(graph, ComputationGraph) else ViewOptions()
     render_options = graph.render_options if isinstance(graph, ComputationGraph) else RenderOptions()
     options = base.replace(depth=render_depth, expand_nested=True)
     styler = (styler_cls or GraphvizStyler)(**styler_args)
     return DotRenderer(styler).digraph(build_view(ir, options), render_options)
+
+
+def _styler_class(styler_cls: Any) -> type[GraphvizStyler] | None:
+    if styler_cls is None or (isinstance(styler_cls, type) and issubclass(styler_cls, GraphvizStyler)):
+        return styler_cls
+    if isinstance(styler_cls, GraphvizStyler):
+        raise InvalidTypeError(
+            f"styler_cls must be a class (GraphvizStyler or a subclass), got an instance of "
+            f"{type(styler_cls).__name__}: pass the class, e.g. styler_cls={type(styler_cls).__name__}, "
+            "and its arguments as keywords of make_dot"
+        )
+    raise InvalidTypeError(f"styler_cls must be GraphvizStyler or a subclass of it, got {styler_cls!r:.80}")
 
 
 def render_network(

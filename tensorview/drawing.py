@@ -14,7 +14,7 @@ from typing import Any
 
 import graphviz
 
-from .errors import RenderError, choices_error
+from .errors import InvalidTypeError, RenderError, choices_error
 from .graph import (
     VIEW_OPTION_NAMES,
     AnnotationPass,
@@ -28,7 +28,7 @@ from .graph import (
 )
 from .graph.listing import fmt_shapes, one_line, printable, shorten
 from .render import RENDER_OPTION_NAMES, DotRenderer, GraphvizStyler, RenderOptions, run_dot
-from .render.formats import Format, format_for, formats
+from .render.formats import Format, extensions, format_for, formats
 from .transform import build_view
 
 #: how many module calls ``repr`` lists before summarising the rest
@@ -52,7 +52,7 @@ class ComputationGraph:
         self.graph = graph
         self.options = options if options is not None else ViewOptions()
         self.render_options = render_options if render_options is not None else RenderOptions()
-        self.styler = styler
+        self.styler = _check_styler(styler)
         self._cache: dict[str, Any] = {}
         self._cache_version = -1
 
@@ -115,7 +115,11 @@ class ComputationGraph:
         """Write the drawing; the format comes from the extension (or ``format``), one of
         the registered formats: svg, png, pdf (via ``dot``), gv/dot (DOT source), json
         (the full graph, ``to_json``)."""
-        path = os.fspath(path)
+        path = _check_path(path)
+        if format is not None and not isinstance(format, str):
+            raise InvalidTypeError(
+                f"save format must be a str, one of {list(extensions())!r}, got {type(format).__name__}: {format!r:.80}"
+            )
         fmt = format_for(format or os.path.splitext(path)[1].lstrip("."))
         data = self.produce(fmt)
         if isinstance(data, str):
@@ -193,6 +197,29 @@ class ComputationGraph:
     def table(self) -> str:
         """One row per IR node: name, kind, module path, op/class, shapes."""
         return self.graph.table()
+
+
+def _check_styler(styler: Any) -> GraphvizStyler | None:
+    if styler is None or isinstance(styler, GraphvizStyler):
+        return styler
+    if isinstance(styler, type) and issubclass(styler, GraphvizStyler):
+        raise InvalidTypeError(
+            f"styler must be a GraphvizStyler instance, got the class {styler.__name__}: "
+            f"pass an instance, e.g. styler={styler.__name__}()"
+        )
+    raise InvalidTypeError(
+        f"styler must be a GraphvizStyler instance (e.g. GraphvizStyler(fontname='Helvetica')) or None, "
+        f"got {type(styler).__name__}: {styler!r:.80}"
+    )
+
+
+def _check_path(path: Any) -> str:
+    """A file path as ``str``: ``str``, ``bytes`` (decoded as the OS does) or ``os.PathLike``."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise InvalidTypeError(
+            f"save path must be a str or os.PathLike such as 'model.svg', got {type(path).__name__}: {path!r:.80}"
+        )
+    return os.fsdecode(path)
 
 
 def _module_line(g: Graph, m: ModuleNode) -> str:

@@ -114,9 +114,12 @@ def test_no_kind_string_comparisons_outside_the_node_types() -> None:
             if not isinstance(node, ast.Compare):
                 continue
             sides = [node.left, *node.comparators]
-            kind_attr = any(isinstance(s, ast.Attribute) and s.attr == "kind" for s in sides)
-            kind_name = any(isinstance(s, ast.Constant) and s.value in KINDS for s in sides)
-            if kind_attr or kind_name:
+            kind_name = any(
+                (isinstance(s, ast.Constant) and s.value in KINDS)
+                or (isinstance(s, ast.Name) and s.id in ("TENSOR", "FUNCTION", "MODULE"))
+                for s in sides
+            )
+            if kind_name:
                 offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not offenders, f"kind-string comparisons: {offenders}"
 

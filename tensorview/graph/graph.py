@@ -148,6 +148,7 @@ def ir_of(graph: object, what: str) -> Graph:
     ir = graph if isinstance(graph, Graph) else getattr(graph, "graph", None)
     if not isinstance(ir, Graph):
         raise InvalidTypeError(
-            f"{what} needs a tensorview Graph or ComputationGraph, got {type(graph).__name__}: {graph!r:.80}"
+            f"{what} needs a tensorview Graph or ComputationGraph (what draw_graph and tv.record return, "
+            f"or its .graph), got {type(graph).__name__}: {graph!r:.80}"
         )
     return ir

@@ -5,7 +5,9 @@ on the transform that computes it."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -45,6 +47,9 @@ class ViewOptions:
     fold: Fold = "auto"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.depth, (bool, int)) and hasattr(type(self.depth), "__index__"):
+            with contextlib.suppress(TypeError):  # numpy integers; anything else is named below
+                object.__setattr__(self, "depth", operator.index(self.depth))
         if isinstance(self.depth, bool) or not isinstance(self.depth, int):
             raise InvalidTypeError(f"depth must be an int, got {self.depth!r}")
         if self.depth < 0:

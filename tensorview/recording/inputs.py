@@ -1,36 +1,138 @@
-"""Model inputs and model placement for ``draw_graph``: building tensors from shapes,
-moving given data to the recording device, and running a model on another device
-(``meta``) without touching the caller's model."""
+"""Model inputs for ``draw_graph``: checking what the user passed, building tensors from
+shapes and moving given data to the recording device (placement.py puts the model there)."""
 
 from __future__ import annotations
 
-import contextlib
-import copy
-from collections.abc import Iterator
+import difflib
+import inspect
+import operator
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 from torch import nn
 
 from ..errors import InvalidInputError, InvalidTypeError
-from .optable import MODULE_ATTRS
-from .tree import map_tensors, strip_in_place
+from .tree import map_tensors
+
+#: the largest size of one dimension torch can hold
+MAX_DIM = 2**63 - 1
+#: dtypes ``input_size`` can make tensors of besides floating and complex ones (zeros)
+INT_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+              torch.uint16, torch.uint32, torch.uint64)
+
+
+def summary(value: Any) -> str:
+    """A short description of ``value`` for error messages: tensors by shape, dtype and
+    device (never their values), anything else as a repr cut at 80 characters."""
+    if isinstance(value, torch.Tensor):
+        return f"tensor(shape={tuple(value.shape)}, dtype={value.dtype}, device={value.device})"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_model(model: Any, who: str) -> None:
+    """``model`` must be an ``nn.Module`` instance; a module class gets a hint."""
+    if isinstance(model, nn.Module):
+        return
+    if isinstance(model, type) and issubclass(model, nn.Module):
+        cls: type = model
+        name = f"nn.{cls.__name__}" if getattr(nn, cls.__name__, None) is cls else cls.__qualname__
+        raise InvalidTypeError(
+            f"{who} needs a torch.nn.Module instance, got the class {name}: "
+            f"pass an instance, e.g. {name}(...)"
+        )
+    raise InvalidTypeError(f"{who} needs a torch.nn.Module, got {type(model).__name__}: {summary(model)}")
+
+
+def _dim(d: Any) -> int | None:
+    """``d`` as a dimension size (Python and numpy integers), else ``None``."""
+    if isinstance(d, (bool, torch.Tensor)):
+        return None
+    try:
+        return operator.index(d)
+    except TypeError:
+        return None
 
 
 def _is_shape(x: Any) -> bool:
-    return isinstance(x, (tuple, list, torch.Size)) and all(isinstance(d, int) and not isinstance(d, bool) for d in x)
+    return isinstance(x, (tuple, list, torch.Size)) and all(_dim(d) is not None for d in x)
+
+
+def _has_tensor(x: Any) -> bool:
+    found: list[bool] = []
+
+    def see(t: torch.Tensor) -> torch.Tensor:
+        found.append(True)
+        return t
+
+    map_tensors(x, see)
+    return bool(found)
+
+
+def to_device(value: Any, device: torch.device | None, what: str) -> Any:
+    """``value`` with every tensor moved to ``device`` (the caller's tensors are not
+    changed); a tensor on ``meta`` holds no data, so it cannot go anywhere else."""
+    if device is None:
+        return value
+
+    def move(t: torch.Tensor) -> torch.Tensor:
+        if t.device.type == "meta" and device.type != "meta":
+            raise InvalidInputError(
+                f"{what} {summary(t)} is on the meta device and holds no data, so it cannot be "
+                f"moved to {device} (the recording device); pass device='meta' to record on "
+                f"meta (your model is copied there, not moved), or give inputs with data"
+            )
+        return t.to(device)
+
+    return map_tensors(value, move)
+
+
+def check_forward_kwargs(model: nn.Module, forward_kwargs: Iterable[str], options: Iterable[str]) -> None:
+    """A keyword for ``forward`` that ``forward`` does not declare by name (it would go
+    into ``**kwargs`` or fail) and that is close to one of ``options`` is a misspelled
+    option (``dept=2``): an ``InvalidInputError`` that says which option was meant."""
+    options = list(options)
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return
+    declared = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    for key in forward_kwargs:
+        if key in declared:
+            continue
+        close = difflib.get_close_matches(key, options, n=1, cutoff=0.8)
+        if close:
+            where = "it would go into forward's **kwargs" if var_kw else "forward takes no such keyword"
+            first = declared[0] if declared else "x"
+            raise InvalidInputError(
+                f"unknown draw_graph option {key!r}: did you mean {close[0]}? ({type(model).__name__}.forward "
+                f"does not declare {key!r}: {where}); to pass {key!r} to forward anyway, give all inputs "
+                f"as input_data, a dict of keyword arguments: input_data={{{first!r}: ..., {key!r}: ...}}"
+            )
 
 
 def make_inputs(
     input_size: Any, input_data: Any, dtypes: Any, device: torch.device | None
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Positional and keyword arguments for the forward call."""
+    """Positional and keyword arguments for the forward call.  Tensors given in the
+    ``input_size`` place (torchview's ``draw_graph(model, x)``) are ``input_data``."""
+    if input_data is None and input_size is not None and _has_tensor(input_size):
+        input_size, input_data = None, input_size
     if (input_size is None) == (input_data is None):
         got = "both" if input_size is not None else "neither"
         raise InvalidInputError(f"pass exactly one of input_size or input_data (got {got})")
     if input_data is not None:
-        if input_data is not None and device is not None:
-            input_data = map_tensors(input_data, lambda t: t.to(device))
+        if dtypes is not None:
+            raise InvalidInputError(
+                f"dtypes={summary(dtypes)} applies to input_size only; with input_data, give "
+                "tensors of the dtypes you want (e.g. input_data=x.to(torch.float64))"
+            )
+        input_data = to_device(input_data, device, "input_data")
         if isinstance(input_data, torch.Tensor):
             return (input_data,), {}
         if type(input_data) in (tuple, list):
@@ -38,7 +140,7 @@ def make_inputs(
         if type(input_data) is dict:
             bad = [k for k in input_data if not isinstance(k, str)]
             if bad:
-                raise InvalidInputError(f"input_data dict keys must be argument names (str), got {bad[0]!r}")
+                raise InvalidInputError(f"input_data dict keys must be argument names (str), got {summary(bad[0])}")
             return (), dict(input_data)
         return (input_data,), {}
     shapes = _shapes(input_size)
@@ -50,15 +152,21 @@ def _shapes(input_size: Any) -> list[tuple[int, ...]]:
     if _is_shape(input_size):
         shapes = [tuple(input_size)]
     elif isinstance(input_size, (tuple, list)) and input_size and all(_is_shape(s) for s in input_size):
-        shapes = [tuple(s) for s in input_size]
+        shapes = list(input_size)
     else:
         raise InvalidInputError(
-            f"bad input_size {input_size!r}: expected a shape such as (1, 3, 224, 224) "
+            f"bad input_size {summary(input_size)}: expected a shape such as (1, 3, 224, 224) "
             "or a list of shapes such as [(1, 16), (1, 16)]"
         )
+    shapes = [tuple(operator.index(d) for d in s) for s in shapes]  # numpy integers become ints
     for s in shapes:
         if any(d < 0 for d in s):
-            raise InvalidInputError(f"bad input_size: shape {s!r} has a negative dimension")
+            raise InvalidInputError(f"bad input_size: shape {summary(s)} has a negative dimension")
+        if any(d > MAX_DIM for d in s):
+            raise InvalidInputError(
+                f"bad input_size: shape {summary(s)} has a dimension over 2**63 - 1 "
+                f"(the largest torch can hold); dimensions must be in 0..{MAX_DIM}"
+            )
     return shapes
 
 
@@ -68,80 +176,34 @@ def _dtypes(dtypes: Any, n: int) -> list[torch.dtype]:
     if isinstance(dtypes, torch.dtype):
         return [dtypes] * n
     if not isinstance(dtypes, (list, tuple)) or not all(isinstance(d, torch.dtype) for d in dtypes):
-        raise InvalidTypeError(f"dtypes must be a torch.dtype or a list of them, got {dtypes!r}")
+        raise InvalidTypeError(f"dtypes must be a torch.dtype or a list of them, got {summary(dtypes)}")
     if len(dtypes) != n:
-        raise InvalidInputError(f"got {len(dtypes)} dtypes {list(dtypes)!r} for {n} input shape(s)")
+        raise InvalidInputError(f"got {len(dtypes)} dtypes {summary(list(dtypes))} for {n} input shape(s)")
     return list(dtypes)
 
 
-def _tensor(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | None) -> torch.Tensor:
-    if dtype.is_floating_point or dtype.is_complex:
-        return torch.randn(shape, dtype=dtype, device=device)
-    return torch.zeros(shape, dtype=dtype, device=device)  # token ids, masks: always in range
-
-
-def model_device(model: nn.Module) -> torch.device:
-    for t in _tensors(model):
-        return t.device
-    return torch.device("cpu")
-
-
-@contextlib.contextmanager
-def placed(model: nn.Module, device: torch.device | None) -> Iterator[nn.Module]:
-    """The model to run on ``device``: the model itself when it already lives there,
-    else a copy whose parameters and buffers are on ``device`` (on ``meta`` the copy
-    costs no memory).  The caller's model is never moved or modified."""
-    if device is None or all(t.device == device for t in _tensors(model)):
-        yield model
-        return
-    memo: dict[int, Any] = {}
-    for t in _tensors(model):
-        if id(t) in memo:
-            continue
-        moved = t.detach().to(device)
-        memo[id(t)] = nn.Parameter(moved, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else moved
-    try:
-        clone = copy.deepcopy(model, memo)
-    except Exception as e:  # noqa: BLE001 - any failure means we cannot copy safely
+def _check_dtype(dtype: torch.dtype) -> None:
+    if not (dtype.is_floating_point or dtype.is_complex or dtype in INT_DTYPES):
         raise InvalidInputError(
-            f"cannot record {type(model).__name__} on {device}: the model could not be copied "
-            f"({type(e).__name__}: {e}); move the model to {device} yourself, or pass device=None"
+            f"dtypes: input_size cannot make a {dtype} tensor (it makes random floating or "
+            "complex tensors and zero integer or bool tensors); use a floating, complex, "
+            "integer or bool dtype, or pass the tensor itself as input_data"
+        )
+
+
+def _tensor(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | None) -> torch.Tensor:
+    _check_dtype(dtype)
+    try:
+        if dtype.is_floating_point or dtype.is_complex:
+            return torch.randn(shape, dtype=dtype, device=device)
+        return torch.zeros(shape, dtype=dtype, device=device)  # token ids, masks: always in range
+    except (RuntimeError, NotImplementedError) as e:  # too large, a dtype the device cannot make
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InvalidInputError(
+            f"cannot make an input tensor of shape {summary(shape)} and dtype {dtype} on "
+            f"{device or 'cpu'}: {first[:200]}; use device='meta' to record without memory, "
+            "or pass the tensor as input_data"
         ) from e
-    # plain tensor attributes (not parameters or buffers) were deep-copied where they
-    # were; on the copy, move them too, so `x * self.mask` works on the device
-    for m in clone.modules():
-        d = m.__dict__
-        for k in d.keys() - MODULE_ATTRS:
-            if isinstance(d[k], (torch.Tensor, list, tuple, dict)):
-                d[k] = strip_in_place(d[k], lambda t: t.device != device, lambda t: t.to(device), objects=False)
-    yield clone
 
 
-def _tensors(model: nn.Module) -> Iterator[torch.Tensor]:
-    yield from model.parameters()
-    yield from model.buffers()
-
-
-@contextlib.contextmanager
-def training_mode(model: nn.Module, mode: str) -> Iterator[None]:
-    """Set train/eval for the forward and put every module's flag back afterwards."""
-    flags = [(m, m.training) for m in model.modules()]
-    try:
-        if mode != "same":
-            model.train(mode == "train")
-        yield
-    finally:
-        for m, f in flags:
-            m.training = f
-
-
-def as_device(device: Any) -> torch.device | None:
-    if device is None:
-        return None
-    try:
-        return torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise InvalidInputError(f"bad device {device!r}: {e}") from e
-
-
-__all__ = ["as_device", "make_inputs", "model_device", "placed", "training_mode"]
+__all__ = ["check_forward_kwargs", "check_model", "make_inputs", "summary", "to_device"]

@@ -8,8 +8,9 @@ from typing import Any, Generic, TypeVar
 
 from torch import nn
 
-from ..errors import InvalidTypeError, RecordingError, TensorviewError
+from ..errors import RecordingError, TensorviewError
 from ..graph import Graph
+from .inputs import check_model
 from .patch import SharedPatch
 from .session import Session
 from .tensor import _tls, current_session
@@ -49,10 +50,7 @@ class BaseRecorder(Generic[R]):
     """
 
     def __init__(self, model: nn.Module, *, device: Any = None, meta_replay: bool = True) -> None:
-        if not isinstance(model, nn.Module):
-            raise InvalidTypeError(
-                f"Recorder needs a torch.nn.Module, got {type(model).__name__}: {model!r:.80}"
-            )
+        check_model(model, "Recorder")
         self.model = model
         self.device = device
         self.meta_replay = meta_replay

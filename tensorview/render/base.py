@@ -23,6 +23,12 @@ class Renderer:
 
     def render(self, view: View, options: RenderOptions | None = None) -> str:
         """The text of ``view`` drawn as ``options`` say (default ``RenderOptions()``)."""
+        missing = [h for h in ("render_node", "render_edge") if getattr(type(self), h) is getattr(Renderer, h)]
+        if missing:
+            raise NotImplementedError(
+                f"{type(self).__name__} must implement the Renderer hook(s) {' and '.join(missing)} "
+                "(render_node(node) and render_edge(src, dst, count) return a piece of text or None)"
+            )
         self.view = view
         self.options = options if options is not None else RenderOptions()
         out: list[str] = []
@@ -67,7 +73,7 @@ class Renderer:
         return None
 
     def render_node(self, node: ViewNode) -> str | None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement render_node(node) -> str | None")
 
     def begin_module(self, cluster: Cluster) -> str | None:
         return None
@@ -76,7 +82,7 @@ class Renderer:
         return None
 
     def render_edge(self, src: ViewNode, dst: ViewNode, count: int) -> str | None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement render_edge(src, dst, count) -> str | None")
 
     def end_graph(self, view: View) -> str | None:
         return None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
+from typing import Any
 
 from torch import nn
 
@@ -37,7 +39,8 @@ def select(
 def _types(types: Types) -> tuple[type[nn.Module], ...] | None:
     if types is None:
         return None
-    entries = (types,) if isinstance(types, type) else tuple(types)
+    one = "a torch.nn.Module subclass"
+    entries: tuple[Any, ...] = (types,) if isinstance(types, type) else tuple(_iterable("types", types, one))
     for t in entries:
         if not (isinstance(t, type) and issubclass(t, nn.Module)):
             raise InvalidTypeError(f"types entries must be torch.nn.Module subclasses (nn.Linear, ...), got {t!r}")
@@ -47,10 +50,12 @@ def _types(types: Types) -> tuple[type[nn.Module], ...] | None:
 def _indices(indices: Indices, count: int) -> set[int] | None:
     if indices is None:
         return None
-    entries = [indices] if isinstance(indices, int) else list(indices)
+    given: list[Any] = [indices] if _is_index(indices) else list(_iterable("indices", indices, "an int"))
+    for i in given:
+        if not _is_index(i):
+            raise InvalidTypeError(f"indices must be ints, got {i!r:.80}")
+    entries = [operator.index(i) for i in given]  # numpy integers too
     for i in entries:
-        if isinstance(i, bool) or not isinstance(i, int):
-            raise InvalidTypeError(f"indices must be ints, got {i!r}")
         if not 0 <= i < count:
             raise InvalidInputError(f"module index {i} out of range (must be in 0..{count - 1} for {count} modules)")
     return set(entries)
@@ -59,7 +64,7 @@ def _indices(indices: Indices, count: int) -> set[int] | None:
 def _patterns(names: Names, paths: list[str]) -> list[str] | None:
     if names is None:
         return None
-    entries = [names] if isinstance(names, str) else list(names)
+    entries: list[Any] = [names] if isinstance(names, str) else list(_iterable("names", names, "a str pattern"))
     for p in entries:
         if not isinstance(p, str):
             raise InvalidTypeError(f"names must be strings (fnmatch patterns like 'layer*.conv1'), got {p!r}")
@@ -67,3 +72,22 @@ def _patterns(names: Names, paths: list[str]) -> list[str] | None:
             shown = ", ".join(repr(path) for path in paths[:12]) + (", ..." if len(paths) > 12 else "")
             raise InvalidInputError(f"names pattern {p!r} matches no module (paths: {shown})")
     return entries
+
+
+def _is_index(i: Any) -> bool:
+    """An int, a numpy integer or a one-element integer tensor (not a bool)."""
+    if isinstance(i, bool):
+        return False
+    try:
+        operator.index(i)
+    except TypeError:
+        return False
+    return True
+
+
+def _iterable(what: str, value: Any, one: str) -> Iterable[Any]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidTypeError(
+            f"{what} must be {one} or a list of them, got {type(value).__name__}: {value!r:.80}"
+        )
+    return value

@@ -1,0 +1,123 @@
+"""Model placement for ``draw_graph``: which device to record on, and running a model
+there (``meta``) or in another mode without touching the caller's model."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..errors import InvalidInputError
+from .inputs import summary
+from .optable import MODULE_ATTRS
+from .tree import strip_in_place
+
+
+def model_device(model: nn.Module) -> torch.device:
+    for t in _tensors(model):
+        return t.device
+    return torch.device("cpu")
+
+
+@contextlib.contextmanager
+def placed(model: nn.Module, device: torch.device | None) -> Iterator[nn.Module]:
+    """The model to run on ``device``: the model itself when it already lives there,
+    else a copy whose parameters and buffers are on ``device`` (on ``meta`` the copy
+    costs no memory).  The caller's model is never moved or modified."""
+    if device is None or all(t.device == device for t in _tensors(model)):
+        yield model
+        return
+    if device.type != "meta":
+        meta = next((n for n, t in _named_tensors(model) if t.device.type == "meta"), None)
+        if meta is not None:
+            raise InvalidInputError(
+                f"cannot record {type(model).__name__} on {device}: its parameters are on the meta "
+                f"device and hold no data (e.g. {meta!r}), so they cannot be copied to {device}; "
+                "record with device='meta' (shapes only, no memory), or give the model real "
+                f"weights first (model.to_empty(device={str(device)!r}), then load_state_dict)"
+            )
+    memo: dict[int, Any] = {}
+    for t in _tensors(model):
+        if id(t) in memo:
+            continue
+        moved = t.detach().to(device)
+        memo[id(t)] = nn.Parameter(moved, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else moved
+    try:
+        clone = copy.deepcopy(model, memo)
+    except Exception as e:  # noqa: BLE001 - any failure means we cannot copy safely
+        raise InvalidInputError(
+            f"cannot record {type(model).__name__} on {device}: the model could not be copied "
+            f"({type(e).__name__}: {e}); move the model to {device} yourself, or pass device=None"
+        ) from e
+    # plain tensor attributes (not parameters or buffers) were deep-copied where they
+    # were; on the copy, move them too, so `x * self.mask` works on the device
+    for m in clone.modules():
+        d = m.__dict__
+        for k in d.keys() - MODULE_ATTRS:
+            if isinstance(d[k], (torch.Tensor, list, tuple, dict)):
+                d[k] = strip_in_place(d[k], lambda t: t.device != device, lambda t: t.to(device), objects=False)
+    yield clone
+
+
+def _tensors(model: nn.Module) -> Iterator[torch.Tensor]:
+    yield from model.parameters()
+    yield from model.buffers()
+
+
+def _named_tensors(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    yield from model.named_parameters()
+    yield from model.named_buffers()
+
+
+@contextlib.contextmanager
+def training_mode(model: nn.Module, mode: str) -> Iterator[None]:
+    """Set train/eval for the forward and put every module's flag back afterwards."""
+    flags = [(m, m.training) for m in model.modules()]
+    try:
+        if mode != "same":
+            model.train(mode == "train")
+        yield
+    finally:
+        for m, f in flags:
+            m.training = f
+
+
+def as_device(device: Any) -> torch.device | None:
+    if device is None:
+        return None
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise InvalidInputError(f"bad device {summary(device)}: {e}") from e
+    _check_available(dev, device)
+    return dev
+
+
+def _check_available(dev: torch.device, given: Any) -> None:
+    """An accelerator device must exist here (``cuda`` on a machine without a GPU, or a
+    torch build without CUDA, is an error that says which devices there are)."""
+    if dev.type in ("cpu", "meta"):
+        return
+    backend = getattr(torch, dev.type, None)
+    is_available = getattr(backend, "is_available", None)
+    if not callable(is_available):
+        return
+    if not is_available():
+        raise InvalidInputError(
+            f"device {summary(given)} is not available here (torch.{dev.type}.is_available() is False: "
+            f"no {dev.type} device, or this torch build has no {dev.type} support); use device='cpu', "
+            "or device='meta' (records shapes without memory, any model size)"
+        )
+    count = getattr(backend, "device_count", None)
+    if dev.index is not None and callable(count) and dev.index >= count():
+        raise InvalidInputError(
+            f"device {summary(given)} does not exist: there are {count()} {dev.type} device(s), "
+            f"indices 0..{count() - 1}"
+        )
+
+
+__all__ = ["as_device", "model_device", "placed", "training_mode"]
