@@ -1,0 +1,252 @@
+"""Bytes of the tensors autograd saves for backward, per key.
+
+:class:`SavedTensors` installs ``torch.autograd.graph.saved_tensors_hooks`` for a
+grad-enabled forward.  Its pack hook sees every tensor an autograd node saves (including
+``ctx.save_for_backward`` of custom Functions) and files the tensor's *storage* under the
+key the caller set (``saved.current``, the id of the FunctionNode the recorder is running,
+as for :class:`~tensorview.cost.flops.OpFlops`).  The hooks hand the tensor back
+unchanged, so the forward and its backward are untouched.
+
+What is counted, and "once":
+
+* the unit is the **storage**, with its full size: a saved view keeps its whole storage
+  alive, and views of one storage count once;
+* per key, a storage counts once however often it is saved (``x`` saved twice by one
+  op); :meth:`SavedTensors.bytes_of` counts a storage once over a set of keys (a module
+  call), and :attr:`SavedTensors.total` once over the whole forward (the tensor two ops
+  save, such as the input of a Linear that a residual add also keeps, is one tensor);
+* storages of the model's parameters and buffers (a Linear saves its weight) are not
+  activation memory, as they exist anyway: they are kept apart in ``param_storages`` and
+  left out of every activation figure.  Pass the model (or its tensors) as ``params``;
+  without it only ``nn.Parameter`` objects and views of them are recognised.  Inputs of
+  the forward that are saved (the batch a first Linear keeps) count as activations.
+
+Byte counts come from the storage size (``untyped_storage().nbytes()``), so they need no
+data and are the same on ``meta`` as on a real device when the same kernels run.  One
+kernel choice differs: ``F.scaled_dot_product_attention`` on meta takes the composite
+"math" path, which saves the attention weights (``batch x heads x seq x seq``), while the
+CPU (and CUDA) run a fused kernel that saves the output and a log-sum-exp only; for long
+sequences that is the largest term of training memory.  :func:`sdpa_as_on_cpu` runs the
+CPU's fused kernel on meta when the CPU would use it (its meta kernel exists), so saved
+bytes on meta equal the CPU's; :class:`CPUAttentionOnMeta` applies it to a plain forward.
+The recorder calls its ops with torch-function modes disabled, so it must swap the
+function itself (see ``tensorview/cost/__init__.py``).
+
+Meta replay needs nothing: the recorder never replays an op whose argument requires grad
+in grad mode, and an op none of whose arguments requires grad saves nothing.
+
+While the hooks are active each distinct storage is referenced (so that no storage freed
+mid-forward can hand its address to another and be mistaken for it); :meth:`__exit__`
+drops the references and keeps integer ids and sizes only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+__all__ = [
+    "CPUAttentionOnMeta", "SavedTensors", "dtype_size", "sdpa_as_on_cpu", "storage_nbytes", "tensor_nbytes",
+]
+
+Key = Hashable
+
+
+def dtype_size(dtype: torch.dtype | str) -> int:
+    """Bytes per element of a dtype, given as a ``torch.dtype`` or by name (``"float32"``,
+    ``"torch.bfloat16"``: the graph's TensorNode.dtype)."""
+    if isinstance(dtype, str):
+        dt = getattr(torch, dtype.replace("torch.", ""), None)
+        if not isinstance(dt, torch.dtype):
+            raise ValueError(f"not a torch dtype: {dtype!r}")
+        dtype = dt
+    size = getattr(dtype, "itemsize", None)
+    if size is None:  # pragma: no cover - torch < 2.1
+        size = torch.empty((), dtype=dtype, device="meta").element_size()
+    return int(size)
+
+
+def tensor_nbytes(shape: Iterable[int], dtype: torch.dtype | str) -> int:
+    """Bytes of a dense tensor of that shape and dtype (an output's activation memory)."""
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n * dtype_size(dtype)
+
+
+def storage_nbytes(t: torch.Tensor) -> int:
+    """Bytes of the storage behind ``t`` (its own elements when it has no plain storage)."""
+    try:
+        return int(t.untyped_storage().nbytes())
+    except (RuntimeError, NotImplementedError, TypeError):  # sparse, nested, some subclasses
+        return int(t.numel() * t.element_size())
+
+
+def _storage_id(t: torch.Tensor) -> tuple[int, Any]:
+    """(address of the StorageImpl, the storage object keeping it alive), or an id of the
+    tensor itself when it has no storage we can read."""
+    try:
+        st = t.untyped_storage()
+        return st._cdata, st
+    except (RuntimeError, NotImplementedError, TypeError):
+        return -id(t), t
+
+
+class SavedTensors:
+    """Record the bytes autograd saves for backward, per key; see the module docstring.
+
+    Use around a grad-enabled forward::
+
+        saved = SavedTensors(model)
+        with saved:
+            saved.current = node_id      # before each recorded call; None outside
+            ...
+        saved.saved_bytes                # {key: activation bytes saved under it}
+        saved.total                      # every saved storage once, parameters excluded
+    """
+
+    def __init__(self, params: nn.Module | Iterable[torch.Tensor] | None = None) -> None:
+        if isinstance(params, nn.Module):
+            tensors: list[torch.Tensor] = [
+                *params.parameters(), *params.buffers(),
+            ]
+        else:
+            tensors = list(params or ())
+        self._param_cdata: set[int] = set()
+        for t in tensors:
+            cd, _ = _storage_id(t)
+            self._param_cdata.add(cd)
+        self._params = tensors  # keeps their storages (and so the addresses) alive
+        #: the key saved tensors are filed under now
+        self.current: Key = None
+        #: key -> {storage id: bytes}, activation storages saved under that key
+        self.storages: dict[Key, dict[int, int]] = {}
+        #: key -> {storage id: bytes}, parameter/buffer storages saved under that key
+        self.param_storages: dict[Key, dict[int, int]] = {}
+        self._ids: dict[int, int] = {}  # StorageImpl address -> storage id, while active
+        self._next_sid = 0
+        self._alive: list[Any] = []
+        self._hooks: Any = None
+
+    # -- results ---------------------------------------------------------------------
+    @property
+    def saved_bytes(self) -> dict[Key, int]:
+        """Activation bytes saved under each key (each storage once per key)."""
+        return {k: sum(v.values()) for k, v in self.storages.items()}
+
+    def bytes_of(self, keys: Iterable[Key]) -> int:
+        """Activation bytes saved under any of ``keys``, each storage once (a module call)."""
+        seen: dict[int, int] = {}
+        for k in keys:
+            seen.update(self.storages.get(k, {}))
+        return sum(seen.values())
+
+    @property
+    def total(self) -> int:
+        """Activation bytes saved in the whole forward, each storage once."""
+        return self.bytes_of(self.storages)
+
+    @property
+    def param_total(self) -> int:
+        """Bytes of parameter/buffer storages autograd saved (not activation memory)."""
+        seen: dict[int, int] = {}
+        for v in self.param_storages.values():
+            seen.update(v)
+        return sum(seen.values())
+
+    # -- hooks -------------------------------------------------------------------------
+    def _is_param(self, t: torch.Tensor, cdata: int) -> bool:
+        if cdata in self._param_cdata:
+            return True
+        base = t._base if t._is_view() else t
+        return isinstance(t, nn.Parameter) or isinstance(base, nn.Parameter)
+
+    def _pack(self, t: torch.Tensor) -> torch.Tensor:
+        with torch._C.DisableTorchFunction():  # plain reads, also for tensor subclasses
+            cdata, obj = _storage_id(t)
+            sid = self._ids.get(cdata)
+            if sid is None:
+                sid = self._ids[cdata] = self._next_sid
+                self._next_sid += 1
+                self._alive.append(obj)
+            nbytes = storage_nbytes(t)
+            table = self.param_storages if self._is_param(t, cdata) else self.storages
+            per_key = table.get(self.current)
+            if per_key is None:
+                per_key = table[self.current] = {}
+            per_key[sid] = nbytes
+        return t
+
+    @staticmethod
+    def _unpack(t: torch.Tensor) -> torch.Tensor:
+        return t
+
+    def __enter__(self) -> SavedTensors:
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        hooks, self._hooks = self._hooks, None
+        if hooks is not None:
+            hooks.__exit__(*exc)
+        self._alive.clear()
+        self._ids.clear()
+
+
+_SDPA = F.scaled_dot_product_attention
+_CPU_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_FLASH_DTYPES = frozenset({torch.float32, torch.float64, torch.bfloat16, torch.float16})
+
+
+def _cpu_would_fuse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: Any, dropout_p: float, enable_gqa: bool) -> bool:
+    """Whether the CPU runs its fused (flash) kernel for these arguments, as far as that
+    shows in the arguments' metadata (checked against the CPU in the tests)."""
+    if _CPU_FLASH is None or not torch.backends.cuda.flash_sdp_enabled():  # the flag the CPU obeys too
+        return False
+    if dropout_p != 0.0 or q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        return False
+    if not (q.dtype == k.dtype == v.dtype) or q.dtype not in _FLASH_DTYPES:
+        return False
+    if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
+        return False
+    if q.size(1) != k.size(1) and not enable_gqa:
+        return False
+    if min(q.size(2), k.size(2)) == 0:
+        return False
+    return attn_mask is None or isinstance(attn_mask, torch.Tensor)
+
+
+def sdpa_as_on_cpu(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False,
+) -> torch.Tensor:
+    """``F.scaled_dot_product_attention``, but on meta through the CPU's fused kernel when
+    the CPU would use it, so autograd saves what it saves on a real device (output and
+    log-sum-exp, not the ``seq x seq`` attention weights of the math path).  Anything else
+    (another device, arguments the fused kernel does not take) calls the function itself."""
+    if not (query.is_meta and _cpu_would_fuse(query, key, value, attn_mask, dropout_p, enable_gqa)):
+        return _SDPA(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                     scale=scale, enable_gqa=enable_gqa)
+    if attn_mask is not None and attn_mask.dtype == torch.bool:  # as the CPU does before its kernel
+        zero = torch.scalar_tensor(0.0, dtype=query.dtype, device=query.device)
+        ninf = torch.scalar_tensor(-float("inf"), dtype=query.dtype, device=query.device)
+        attn_mask = torch.where(attn_mask, zero, ninf)
+    assert _CPU_FLASH is not None
+    return _CPU_FLASH(query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
+
+
+class CPUAttentionOnMeta(TorchFunctionMode):
+    """Within this mode, ``F.scaled_dot_product_attention`` on meta tensors runs as
+    :func:`sdpa_as_on_cpu` (for a plain forward; the recorder swaps the function itself)."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func is _SDPA and args and isinstance(args[0], torch.Tensor) and args[0].is_meta:
+            return sdpa_as_on_cpu(*args, **kwargs)
+        return func(*args, **kwargs)

@@ -1,0 +1,205 @@
+"""Parameter accounting and the model-wide training-memory estimate.
+
+Every total counts a parameter once, however many modules hold it or calls use it (tied
+embeddings, weight sharing, one module registered under two names): a parameter is one
+``nn.Parameter`` object, as in ``model.parameters()``.  ``trainable`` counts those with
+``requires_grad``.  Buffers are counted apart (elements and bytes), never as parameters.
+
+Per module call (:func:`module_params`), a row gives the module's own parameters,
+recursively (each once), and, when some of them are also held by a module outside its
+subtree (``lm_head`` and ``transformer.wte`` of GPT-2, or two names of one module), the
+paths of those modules and how many of its elements they share.  A call of a module
+object that was already called (a Linear applied twice, a second name of a module) is
+marked ``repeat``: its parameters were counted at the first call.
+
+:func:`training_memory` adds up what training holds at its peak, as far as the model
+determines it: parameters and buffers, one gradient per trainable parameter, optimizer
+state (Adam/AdamW: two tensors per trainable parameter, SGD with momentum: one, plain
+SGD: none; in the parameter's dtype unless ``state_dtype`` says otherwise) and the
+activations autograd saves for backward (from :class:`~tensorview.cost.memory.SavedTensors`).
+It leaves out allocator fragmentation and caching, temporary buffers of the backward
+pass and kernel workspaces, fp32 master weights of mixed-precision recipes (unless
+given as ``state_dtype``/states), communication buffers of distributed training, and
+the CUDA context.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = [
+    "OPTIMIZER_STATES", "ModuleParams", "ParamTotals", "TrainingMemory", "module_params",
+    "param_totals", "training_memory",
+]
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return int(t.numel() * t.element_size())
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamTotals:
+    """Model-wide parameter figures, each parameter and buffer counted once."""
+
+    total_params: int
+    trainable_params: int
+    buffers: int  # elements
+    param_bytes: int
+    trainable_bytes: int
+    buffer_bytes: int
+
+    @property
+    def frozen_params(self) -> int:
+        return self.total_params - self.trainable_params
+
+
+def param_totals(model: nn.Module) -> ParamTotals:
+    """Unique parameter and buffer counts of ``model`` (works on meta)."""
+    params = list(model.parameters())  # each Parameter object once
+    buffers = list(model.buffers())
+    trainable = [p for p in params if p.requires_grad]
+    return ParamTotals(
+        total_params=sum(p.numel() for p in params),
+        trainable_params=sum(p.numel() for p in trainable),
+        buffers=sum(b.numel() for b in buffers),
+        param_bytes=sum(_nbytes(p) for p in params),
+        trainable_bytes=sum(_nbytes(p) for p in trainable),
+        buffer_bytes=sum(_nbytes(b) for b in buffers),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleParams:
+    """The parameters of one module call (its module's, recursively, each once)."""
+
+    path: str
+    params: int
+    trainable: int
+    buffers: int  # elements
+    param_bytes: int
+    buffer_bytes: int
+    #: elements of ``params`` also held by modules outside this module's subtree
+    shared_params: int = 0
+    #: paths of those modules, sorted
+    shared_with: tuple[str, ...] = ()
+    #: the same module object was called before: its parameters are already counted
+    repeat: bool = False
+
+
+def _owners(model: nn.Module) -> dict[int, list[str]]:
+    """id(parameter) -> paths of every module holding it directly, under every name."""
+    owners: dict[int, list[str]] = {}
+    for path, m in model.named_modules(remove_duplicate=False):
+        for p in m._parameters.values():
+            if p is not None:
+                paths = owners.setdefault(id(p), [])
+                if path not in paths:
+                    paths.append(path)
+    return owners
+
+
+def _inside(path: str, root: str) -> bool:
+    return root == "" or path == root or path.startswith(root + ".")
+
+
+def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> list[ModuleParams]:
+    """One :class:`ModuleParams` per module call, in the order given.
+
+    ``calls`` lists ``(path, module)`` of every module call (the recorded ModuleNodes:
+    path and the module object).  Sharing is found among all modules of ``model`` by
+    every name they have (``named_modules(remove_duplicate=False)``)."""
+    owners = _owners(model)
+    own: dict[int, tuple[list[nn.Parameter], list[torch.Tensor]]] = {}
+    seen_modules: set[int] = set()
+    rows: list[ModuleParams] = []
+    for path, module in calls:
+        key = id(module)
+        got = own.get(key)
+        if got is None:
+            got = own[key] = (list(module.parameters()), list(module.buffers()))
+        params, buffers = got
+        shared = 0
+        others: set[str] = set()
+        for p in params:
+            outside = [o for o in owners.get(id(p), ()) if not _inside(o, path)]
+            if outside:
+                shared += p.numel()
+                others.update(outside)
+        rows.append(ModuleParams(
+            path=path,
+            params=sum(p.numel() for p in params),
+            trainable=sum(p.numel() for p in params if p.requires_grad),
+            buffers=sum(b.numel() for b in buffers),
+            param_bytes=sum(_nbytes(p) for p in params),
+            buffer_bytes=sum(_nbytes(b) for b in buffers),
+            shared_params=shared,
+            shared_with=tuple(sorted(others)),
+            repeat=key in seen_modules,
+        ))
+        seen_modules.add(key)
+    return rows
+
+
+#: optimizer state tensors per trainable parameter
+OPTIMIZER_STATES: dict[str, int] = {
+    "adam": 2, "adamw": 2, "sgd": 0, "sgd_momentum": 1, "momentum": 1, "rmsprop": 1, "adagrad": 1, "none": 0,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingMemory:
+    """Bytes training holds at its peak, as estimated from the model (see module docs)."""
+
+    params: int
+    buffers: int
+    grads: int
+    optimizer_state: int
+    activations: int
+    optimizer: str = "adam"
+
+    @property
+    def total(self) -> int:
+        return self.params + self.buffers + self.grads + self.optimizer_state + self.activations
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["total"] = self.total
+        return d
+
+
+def training_memory(
+    model: nn.Module, *, activation_bytes: int = 0, optimizer: str | int = "adam",
+    state_dtype: torch.dtype | None = None,
+) -> TrainingMemory:
+    """Parameters + buffers + gradients (trainable parameters) + optimizer state +
+    ``activation_bytes`` (saved for backward, e.g. ``SavedTensors.total``).
+
+    ``optimizer`` is a name in :data:`OPTIMIZER_STATES` or a number of state tensors per
+    trainable parameter; ``state_dtype`` is the dtype of those states (default: each
+    parameter's own dtype)."""
+    if isinstance(optimizer, str):
+        try:
+            states = OPTIMIZER_STATES[optimizer.lower()]
+        except KeyError:
+            raise ValueError(f"unknown optimizer {optimizer!r}; one of {sorted(OPTIMIZER_STATES)} or a number") from None
+        name = optimizer.lower()
+    else:
+        states, name = int(optimizer), f"{int(optimizer)} states"
+    params = list(model.parameters())
+    trainable = [p for p in params if p.requires_grad]
+    state_size = None if state_dtype is None else torch.empty((), dtype=state_dtype, device="meta").element_size()
+    return TrainingMemory(
+        params=sum(_nbytes(p) for p in params),
+        buffers=sum(_nbytes(b) for b in model.buffers()),
+        grads=sum(_nbytes(p) for p in trainable),
+        optimizer_state=states * sum(
+            p.numel() * (p.element_size() if state_size is None else state_size) for p in trainable
+        ),
+        activations=int(activation_bytes),
+        optimizer=name,
+    )

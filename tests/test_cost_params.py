@@ -1,0 +1,154 @@
+"""Parameter accounting and training memory (tensorview.cost.params)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from tensorview.cost.memory import SavedTensors
+from tensorview.cost.params import module_params, param_totals, training_memory
+
+from .fixtures import cost_models as cm
+from .test_transformers_tier import ARCHS, ARCH_IDS, build
+
+
+def calls_of(model: nn.Module, *args: Any, **kwargs: Any) -> list[tuple[str, nn.Module]]:
+    """(path, module) of every module call of a plain forward, the root first; a module is
+    named by its first name, as the recorder names it."""
+    names: dict[int, str] = {}
+    for name, m in model.named_modules(remove_duplicate=False):
+        names.setdefault(id(m), name)
+    seen: list[tuple[str, nn.Module]] = []
+
+    def pre(m: nn.Module, a: Any) -> None:
+        seen.append((names.get(id(m), type(m).__name__), m))
+
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(pre)
+    try:
+        with torch.no_grad():
+            model(*args, **kwargs)
+    finally:
+        hook.remove()
+    return seen
+
+
+def naive_count(model: nn.Module) -> int:
+    """What a per-name count gives (tied weights twice)."""
+    return sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))
+
+
+def test_gpt2_tied_embeddings_count_once() -> None:
+    import transformers
+
+    cfg = transformers.AutoConfig.for_model(
+        "gpt2", n_layer=2, n_embd=32, n_head=4, vocab_size=100, n_positions=64, bos_token_id=0, eos_token_id=0,
+    )
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    assert model.lm_head.weight is model.transformer.wte.weight
+    totals = param_totals(model)
+    wte = 100 * 32
+    assert totals.total_params == naive_count(model) - wte
+    unique = {id(p): p for _, p in model.named_parameters(remove_duplicate=False)}
+    assert totals.total_params == sum(p.numel() for p in unique.values())
+    rows = {r.path: r for r in module_params(model, calls_of(model, torch.zeros(1, 8, dtype=torch.long, device="meta")))}
+    assert rows[""].params == totals.total_params and rows[""].shared_with == ()
+    assert rows["lm_head"].params == wte
+    assert rows["lm_head"].shared_with == ("transformer.wte",) and rows["lm_head"].shared_params == wte
+    assert rows["transformer.wte"].shared_with == ("lm_head",)
+    assert rows["transformer"].shared_with == ("lm_head",)  # its subtree holds wte
+    assert rows["transformer.h.0"].shared_with == ()
+    assert totals.param_bytes == 4 * totals.total_params
+
+
+def test_one_linear_used_twice() -> None:
+    model = cm.TwiceUsed()
+    rows = module_params(model, calls_of(model, torch.randn(2, 4)))
+    assert [(r.path, r.params, r.repeat) for r in rows] == [
+        ("", 20 + 10, False), ("fc", 20, False), ("fc", 20, True), ("head", 10, False),
+    ]
+    assert param_totals(model).total_params == 30
+    assert all(r.shared_with == () for r in rows)
+
+
+def test_one_module_under_two_names() -> None:
+    model = cm.TwoNames()
+    assert naive_count(model) == 20 + 20 + 15
+    assert param_totals(model).total_params == 20 + 15
+    rows = module_params(model, calls_of(model, torch.randn(2, 4)))
+    assert [(r.path, r.params, r.repeat, r.shared_with) for r in rows] == [
+        ("", 35, False, ()), ("a", 20, False, ("b",)), ("a", 20, True, ("b",)), ("c", 15, False, ()),
+    ]
+    assert rows[1].shared_params == 20
+
+
+def test_trainable_and_buffers() -> None:
+    model = cm.CNN()
+    model.conv1.requires_grad_(False)
+    t = param_totals(model)
+    conv1 = 3 * 8 * 9 + 8
+    everything = sum(p.numel() for p in model.parameters())
+    assert (t.total_params, t.trainable_params, t.frozen_params) == (everything, everything - conv1, conv1)
+    assert t.buffers == 8 + 8 + 1  # running mean, running var, num_batches_tracked
+    assert t.buffer_bytes == 4 * 16 + 8
+    rows = {r.path: r for r in module_params(model, calls_of(model, torch.randn(1, 3, 8, 8)))}
+    assert (rows["conv1"].params, rows["conv1"].trainable) == (conv1, 0)
+    assert (rows["bn"].params, rows["bn"].buffers, rows["bn"].buffer_bytes) == (16, 17, 72)
+    assert rows[""].buffers == 17
+
+
+def test_training_memory_by_hand() -> None:
+    model = nn.Sequential(nn.Linear(10, 10), nn.Linear(10, 5))  # 110 + 55 parameters
+    model[0].requires_grad_(False)
+    m = training_memory(model, optimizer="adam", activation_bytes=1000)
+    assert (m.params, m.buffers, m.grads, m.optimizer_state, m.activations) == (660, 0, 220, 440, 1000)
+    assert m.total == 660 + 220 + 440 + 1000
+    assert training_memory(model, optimizer="sgd").optimizer_state == 0
+    assert training_memory(model, optimizer="sgd_momentum").optimizer_state == 220
+    assert training_memory(model, optimizer="AdamW", state_dtype=torch.bfloat16).optimizer_state == 2 * 55 * 2
+    assert training_memory(model, optimizer=3).optimizer_state == 3 * 220
+    half = model.to(torch.bfloat16)
+    assert training_memory(half).optimizer_state == 2 * 55 * 2  # the parameter's dtype by default
+    assert training_memory(half, state_dtype=torch.float32).optimizer_state == 2 * 55 * 4
+    assert training_memory(model).to_dict()["total"] == training_memory(model).total
+    with pytest.raises(ValueError):
+        training_memory(model, optimizer="lion")
+
+
+def test_training_memory_with_saved_activations_on_meta() -> None:
+    with torch.device("meta"):
+        model = cm.MLP(16, 32, 8).train()
+    saved = SavedTensors(model)
+    with saved:
+        model(torch.randn(4, 16, device="meta"))
+    m = training_memory(model, activation_bytes=saved.total)
+    params = 4 * (16 * 32 + 32 + 32 * 8 + 8)
+    assert (m.params, m.grads, m.optimizer_state, m.activations) == (params, params, 2 * params, 1280)
+
+
+@pytest.mark.parametrize("arch", ARCHS, ids=ARCH_IDS)
+def test_transformers_tier_unique_counts(arch: Any) -> None:
+    model = build(arch, "meta", **arch.meta_build)
+    unique = {id(p): p for _, p in model.named_parameters(remove_duplicate=False)}
+    assert param_totals(model).total_params == sum(p.numel() for p in unique.values())
+    # the root row of the module table carries the same total
+    rows = module_params(model, [("", model)])
+    assert rows[0].params == param_totals(model).total_params
+
+
+def test_llama_7b_parameter_count_on_meta() -> None:
+    import transformers
+
+    cfg = transformers.AutoConfig.for_model(
+        "llama", num_hidden_layers=32, hidden_size=4096, intermediate_size=11008, num_attention_heads=32,
+        num_key_value_heads=32, vocab_size=32000,
+    )
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    # the published count of Llama-2-7B
+    assert param_totals(model).total_params == 6_738_415_616
+    m = training_memory(model, optimizer="adam")
+    assert m.params == m.grads == 4 * 6_738_415_616 and m.optimizer_state == 2 * m.params
