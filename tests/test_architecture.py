@@ -22,6 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "render": {"graph", "render"},
     "recording": {"graph", "recording"},
     "taps": {"graph", "recording", "taps"},
+    "cost": {"graph", "recording", "cost"},
     "drawing": {"graph", "transform", "render"},
     "api": {"graph", "transform", "render", "recording", "drawing"},
 }
@@ -29,7 +30,7 @@ LEAVES = {"errors", "_version"}
 #: stages that must stay plain data: no torch, no graphviz
 PURE = {"graph", "transform"}
 #: stages that must not need graphviz (render and what composes it may)
-NO_GRAPHVIZ = {"graph", "transform", "recording", "taps"}
+NO_GRAPHVIZ = {"graph", "transform", "recording", "taps", "cost"}
 MAX_LINES = 300
 
 

@@ -17,7 +17,7 @@ from tensorview.cost.params import param_totals
 
 from .fixtures import cost_models as cm
 from .fixtures.models import ZOO
-from .test_transformers_tier import ARCHS, ARCH_IDS, build
+from .test_transformers_tier import ARCH_IDS, ARCHS, build
 
 aten = torch.ops.aten
 

@@ -13,7 +13,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import tensorview as tv
 from tensorview.cost.memory import (
-    CPUAttentionOnMeta, SavedTensors, _cpu_would_fuse, dtype_size, sdpa_as_on_cpu, tensor_nbytes,
+    CPUAttentionOnMeta,
+    SavedTensors,
+    _cpu_would_fuse,
+    dtype_size,
+    sdpa_as_on_cpu,
+    tensor_nbytes,
 )
 
 from .fixtures import cost_models as cm

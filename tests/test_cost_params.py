@@ -12,7 +12,7 @@ from tensorview.cost.memory import SavedTensors
 from tensorview.cost.params import module_params, param_totals, training_memory
 
 from .fixtures import cost_models as cm
-from .test_transformers_tier import ARCHS, ARCH_IDS, build
+from .test_transformers_tier import ARCH_IDS, ARCHS, build
 
 
 def calls_of(model: nn.Module, *args: Any, **kwargs: Any) -> list[tuple[str, nn.Module]]:

@@ -64,7 +64,13 @@ from .flops import EXTRA_FORMULAS, OpFlops, is_zero_flop
 from .fmt import fmt_bytes, fmt_count, fmt_flops
 from .memory import CPUAttentionOnMeta, SavedTensors, dtype_size, sdpa_as_on_cpu, tensor_nbytes
 from .params import (
-    OPTIMIZER_STATES, ModuleParams, ParamTotals, TrainingMemory, module_params, param_totals, training_memory,
+    OPTIMIZER_STATES,
+    ModuleParams,
+    ParamTotals,
+    TrainingMemory,
+    module_params,
+    param_totals,
+    training_memory,
 )
 
 __all__ = [
