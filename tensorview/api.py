@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import graphviz
@@ -13,7 +14,7 @@ from torch import nn
 from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
-from .recording import BaseRecorder
+from .recording import BaseRecorder, Probe
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
 from .recording.placement import as_device, model_device, placed, training_mode
 from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph
@@ -43,10 +44,10 @@ class Recorder(BaseRecorder[ComputationGraph]):
     """
 
     def __init__(
-        self, model: nn.Module, *, device: Any = None, meta_replay: bool = True,
+        self, model: nn.Module, *, device: Any = None, meta_replay: bool = True, probes: Sequence[Probe] = (),
         options: ViewOptions | None = None, render_options: RenderOptions | None = None,
     ) -> None:
-        super().__init__(model, device=device, meta_replay=meta_replay)
+        super().__init__(model, device=device, meta_replay=meta_replay, probes=probes)
         for name, value, cls in (("options", options, ViewOptions), ("render_options", render_options, RenderOptions)):
             if value is not None and not isinstance(value, cls):
                 raise InvalidTypeError(f"{name} must be a {cls.__name__} or None, got {value!r:.80}")

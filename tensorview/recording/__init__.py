@@ -6,7 +6,8 @@ IR ``Graph``.  Pieces: session.py (one recording, composed of ops.py, calls.py a
 boundary.py over state.py), optable.py (what torch functions are), metacache.py (meta
 replay), tree.py (nested values), inputs.py (model inputs and placement), patch.py."""
 
+from .probes import Probe
 from .recorder import BaseRecorder, Recorder, is_patched
 from .tensor import RecorderTensor
 
-__all__ = ["BaseRecorder", "Recorder", "RecorderTensor", "is_patched"]
+__all__ = ["BaseRecorder", "Probe", "Recorder", "RecorderTensor", "is_patched"]

@@ -38,6 +38,8 @@ class RootBoundary(ModuleScope):
             root = self.new_module(module, "", None)
         self.stack.append(Frame(module, root))
         self.running = True
+        if self.probes is not None:
+            self.probes.start(root, module)
         self._mode.__enter__()
         try:
             with _Disable():
@@ -56,6 +58,10 @@ class RootBoundary(ModuleScope):
             raise
         finally:
             self._mode.__exit__(None, None, None)
+            if self.probes is not None:
+                self.probes.stop()
+                for name, values in self.probes.layers().items():
+                    self.graph.annotations.set(name, values)
             with _Disable():
                 self._strip_escaped(module, args, kwargs)
             self.running = False

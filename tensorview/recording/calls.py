@@ -58,6 +58,9 @@ class ModuleScope(OpRecorder):
             m = self.new_module(module, path, self.scope())
             args, kwargs = self._enter_args(m, args, kwargs)
         self.stack.append(Frame(module, m))
+        probes = self.probes
+        if probes is not None:
+            probes.enter_call(m, module)
         try:
             out = call(module, *args, **kwargs)
         except BaseException:
@@ -67,6 +70,8 @@ class ModuleScope(OpRecorder):
             raise
         finally:
             self.stack.pop()
+            if probes is not None:
+                probes.exit_call(m)
         with _Disable():
             return self.leave(m, out)
 

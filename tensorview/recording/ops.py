@@ -153,12 +153,12 @@ class OpRecorder(SessionState):
             fn = self.builder.add_function(op_name(func), scope, [n.id for n in in_nodes])
         try:
             if foreign:
-                out = self._call_foreign(func, args, kwargs)
+                out = self._run(self._call_foreign, func, args, kwargs, fn)
             elif self.meta_cache is None:
                 with _Disable():
-                    out = func(*args, **kwargs)
+                    out = self._run(func, args, kwargs, None, fn) if self.probes else func(*args, **kwargs)
             else:
-                out = self._call_meta_cached(func, args, kwargs, ins)
+                out = self._call_meta_cached(func, args, kwargs, ins, fn)
         except BaseException:
             fn.failed = True
             if self.failure is None:
@@ -167,22 +167,41 @@ class OpRecorder(SessionState):
         with _Disable():
             return self._after_op(out, fn, ins, scope)
 
-    def _call_meta_cached(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ins: list[torch.Tensor]) -> Any:
+    def _run(self, call: Any, a: Any, b: Any, c: Any, fn: FunctionNode) -> Any:
+        """``call(a, b, c)`` (or ``call(*a, **b)`` when ``c`` is None) between the probes'
+        ``enter_op`` and ``exit_op``; the probes' memos are left in ``self._memos``."""
+        probes = self.probes
+        if probes is None:
+            return call(*a, **b) if c is None else call(a, b, c)
+        func = a if c is not None else call
+        probes.enter_op(fn, func)
+        try:
+            return call(*a, **b) if c is None else call(a, b, c)
+        finally:
+            self._memos = probes.exit_op(fn, func)
+
+    def _call_meta_cached(
+        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ins: list[torch.Tensor], fn: FunctionNode
+    ) -> Any:
         cache = self.meta_cache
         assert cache is not None
         with _Disable():
             key = key_of(func, args, kwargs)
             if key is None:
-                return func(*args, **kwargs)
+                return self._run(func, args, kwargs, None, fn)
             template = cache.get(key)
             if template is not None and template is not MISS:
                 self.meta_hits += 1
+                if self.probes is not None:
+                    self.probes.replay_op(fn, func, self.meta_memos[key])
                 return replay(template, ins)
             if template is MISS:
-                return func(*args, **kwargs)
+                return self._run(func, args, kwargs, None, fn)
             before = [version(t) for t in ins]
-            out = func(*args, **kwargs)
+            out = self._run(func, args, kwargs, None, fn)
             cache[key] = template_of(out, ins, before)
+            if self.probes is not None:
+                self.meta_memos[key] = self._memos
             return out
 
     def _call_foreign(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from torch import nn
 
-from ..errors import RecordingError, TensorviewError
+from ..errors import InvalidTypeError, RecordingError, TensorviewError
 from ..graph import Graph
 from .inputs import check_model
 from .patch import SharedPatch
+from .probes import Probe
 from .session import Session
 from .tensor import _tls, current_session
 
@@ -46,14 +47,21 @@ class BaseRecorder(Generic[R]):
     the device of the first input, when that is not the CPU).  ``meta_replay``: on the
     meta device, ops already seen with the same argument shapes are not run again; their
     results' metadata is replayed (see recording/metacache.py), which makes recording large
-    meta models several times faster.  Graphs are the same either way.
+    meta models several times faster.  Graphs are the same either way.  ``probes`` record
+    extra facts per node as annotations (see recording/probes.py).
     """
 
-    def __init__(self, model: nn.Module, *, device: Any = None, meta_replay: bool = True) -> None:
+    def __init__(
+        self, model: nn.Module, *, device: Any = None, meta_replay: bool = True, probes: Sequence[Probe] = ()
+    ) -> None:
         check_model(model, "Recorder")
+        bad = [p for p in probes if not isinstance(p, Probe)]
+        if bad:
+            raise InvalidTypeError(f"probes must be tensorview.recording.Probe instances, got {bad[0]!r:.80}")
         self.model = model
         self.device = device
         self.meta_replay = meta_replay
+        self.probes = tuple(probes)
         self._session: Session | None = None
 
     def _result(self, graph: Graph) -> R:
@@ -62,7 +70,7 @@ class BaseRecorder(Generic[R]):
     def __enter__(self) -> BaseRecorder[R]:
         if current_session() is not None:
             raise TensorviewError("a Recorder is already active in this thread; recorders do not nest")
-        self._session = Session(self.model, device=self.device, meta_replay=self.meta_replay)
+        self._session = Session(self.model, device=self.device, meta_replay=self.meta_replay, probes=self.probes)
         MODULE_CALL.acquire()
         _tls.session = self._session
         return self

@@ -16,13 +16,14 @@ State lives in ``SessionState`` (state.py); nodes are made through its ``GraphBu
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from .boundary import RootBoundary
+from .probes import Probe
 
 
 class _Mode(TorchFunctionMode):
@@ -38,8 +39,10 @@ class Session(RootBoundary):
     """One recording of one model: op recording, module scope and the root boundary
     over one ``SessionState``."""
 
-    def __init__(self, model: nn.Module, *, device: Any = None, meta_replay: bool = True) -> None:
-        super().__init__(model, device=device, meta_replay=meta_replay)
+    def __init__(
+        self, model: nn.Module, *, device: Any = None, meta_replay: bool = True, probes: Sequence[Probe] = ()
+    ) -> None:
+        super().__init__(model, device=device, meta_replay=meta_replay, probes=probes)
         self._mode = _Mode(self)
 
     def call_module(self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -6,6 +6,7 @@ The behaviour that fills it is split by concern into ops.py (per-op recording), 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ from torch import nn
 
 from ..graph import GraphBuilder, ModuleNode, TensorNode
 from .optable import BUFFER_ROLE, PARAM_ROLE, device_name, dtype_name, shape_of, version
+from .probes import Probe, Probes
 from .tensor import RecorderTensor
 
 
@@ -26,10 +28,17 @@ class Frame:
 
 
 class SessionState:
-    def __init__(self, model: nn.Module, *, device: Any = None, meta_replay: bool = True) -> None:
+    def __init__(
+        self, model: nn.Module, *, device: Any = None, meta_replay: bool = True, probes: Sequence[Probe] = ()
+    ) -> None:
         self.model = model
         #: (op, argument metadata) -> how to replay its results on meta (see metacache.py)
         self.meta_cache: dict[Any, Any] | None = {} if meta_replay else None
+        #: the probes recording extra facts (probes.py); None without any, to keep ops fast
+        self.probes = Probes(list(probes)) if probes else None
+        #: (op, argument metadata) -> the probes' memos of the op a replay stands for
+        self.meta_memos: dict[Any, tuple[Any, ...]] = {}
+        self._memos: tuple[Any, ...] = ()
         self.meta_hits = 0
         self.device = torch.device(device) if device is not None else None
         self.builder = GraphBuilder()

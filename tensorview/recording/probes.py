@@ -1,0 +1,129 @@
+"""Probes: facts recorded per node while the forward runs, beyond what the graph holds
+(source locations, FLOPs, bytes saved for backward...).
+
+A probe is told when the root call starts and stops, and around every recorded op and
+module call; what it found becomes annotation layers of the graph (``layers()``), so
+views, renderers and the JSON show it like any other annotation.  Without probes the
+session skips all of this (one attribute test per op).
+
+Meta replay (recording/metacache.py) does not run an op it has seen before; a probe that
+measures ops returns a memo from ``exit_op`` when the op really ran, and gets it back in
+``replay_op`` for each replayed call, so replayed ops carry the facts of the op they
+replay.
+
+>>> import torch
+>>> from tensorview.recording import Recorder
+>>> class CountOps(Probe):
+...     name = "ops_inside"
+...     def __init__(self): self.per_call = {}
+...     def start(self, root, module): self.per_call[root.id] = 0
+...     def enter_call(self, m, module): self.per_call[m.id] = 0
+...     def exit_op(self, fn, func):
+...         for m in self.open: self.per_call[m] += 1
+...     def layers(self): return {self.name: self.per_call}
+>>> model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
+>>> with Recorder(model, probes=[CountOps()]) as rec:
+...     _ = model(torch.randn(1, 2))
+>>> {rec.graph[i].path: n for i, n in rec.graph.annotations.layer("ops_inside").items()}
+{'': 2, '0': 1, '1': 1}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from torch import nn
+
+from ..graph import FunctionNode, ModuleNode
+
+
+class Probe:
+    """Base class: override what you need.  ``open`` lists the ids of the module calls
+    now running, outermost first (kept up to date by the base class)."""
+
+    name = "probe"
+
+    def start(self, root: ModuleNode, module: nn.Module) -> None:
+        """The root call starts (``root`` is its node)."""
+
+    def stop(self) -> None:
+        """The root call ended, normally or by an exception."""
+
+    def enter_call(self, m: ModuleNode, module: nn.Module) -> None:
+        """A module call starts (after ``open`` got ``m.id``)."""
+
+    def exit_call(self, m: ModuleNode) -> None:
+        """A module call ended (before ``m.id`` leaves ``open``)."""
+
+    def enter_op(self, fn: FunctionNode, func: Any) -> None:
+        """Op ``func`` is about to run as node ``fn``."""
+
+    def exit_op(self, fn: FunctionNode, func: Any) -> Any:
+        """Op ``func`` ran (also when it raised); the return value is kept as the memo of a
+        meta-replay template and passed to ``replay_op`` for replayed calls."""
+        return None
+
+    def replay_op(self, fn: FunctionNode, func: Any, memo: Any) -> None:
+        """Op ``func`` was replayed on meta instead of run; ``memo`` is what ``exit_op``
+        returned when the op it replays ran."""
+
+    def layers(self) -> Mapping[str, Mapping[int, Any]]:
+        """The annotation layers this probe recorded: ``{layer name: {node id: value}}``."""
+        return {}
+
+    # -- bookkeeping the session calls ----------------------------------------------------
+    @property
+    def open(self) -> list[int]:
+        opened: list[int] | None = self.__dict__.get("_open")
+        if opened is None:
+            opened = []
+            self.__dict__["_open"] = opened
+        return opened
+
+
+class Probes:
+    """The probes of one session, called together; the session holds ``None`` without any."""
+
+    __slots__ = ("probes",)
+
+    def __init__(self, probes: list[Probe]) -> None:
+        self.probes = probes
+
+    def start(self, root: ModuleNode, module: nn.Module) -> None:
+        for p in self.probes:
+            p.open.append(root.id)
+            p.start(root, module)
+
+    def stop(self) -> None:
+        for p in self.probes:
+            p.stop()
+            p.open.clear()
+
+    def enter_call(self, m: ModuleNode, module: nn.Module) -> None:
+        for p in self.probes:
+            p.open.append(m.id)
+            p.enter_call(m, module)
+
+    def exit_call(self, m: ModuleNode) -> None:
+        for p in self.probes:
+            p.exit_call(m)
+            if p.open and p.open[-1] == m.id:
+                p.open.pop()
+
+    def enter_op(self, fn: FunctionNode, func: Any) -> None:
+        for p in self.probes:
+            p.enter_op(fn, func)
+
+    def exit_op(self, fn: FunctionNode, func: Any) -> tuple[Any, ...]:
+        return tuple(p.exit_op(fn, func) for p in self.probes)
+
+    def replay_op(self, fn: FunctionNode, func: Any, memos: tuple[Any, ...]) -> None:
+        for p, memo in zip(self.probes, memos):
+            p.replay_op(fn, func, memo)
+
+    def layers(self) -> dict[str, Mapping[int, Any]]:
+        out: dict[str, Mapping[int, Any]] = {}
+        for p in self.probes:
+            out.update(p.layers())
+        return out

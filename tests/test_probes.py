@@ -1,0 +1,115 @@
+"""Probes: facts recorded per node while the forward runs (recording/probes.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import tensorview as tv
+from tensorview.graph import FunctionNode, ModuleNode
+from tensorview.recording import Probe
+
+
+class OpShapes(Probe):
+    """Per op: the op name and the call chain seen when it ran (the memo replays it)."""
+
+    name = "seen"
+
+    def __init__(self) -> None:
+        self.values: dict[int, Any] = {}
+        self.events: list[str] = []
+        self.ran = self.replayed = 0
+
+    def start(self, root: ModuleNode, module: nn.Module) -> None:
+        self.events.append("start")
+
+    def stop(self) -> None:
+        self.events.append("stop")
+
+    def enter_call(self, m: ModuleNode, module: nn.Module) -> None:
+        self.events.append(f"enter {m.path}")
+
+    def exit_call(self, m: ModuleNode) -> None:
+        self.events.append(f"exit {m.path}")
+
+    def exit_op(self, fn: FunctionNode, func: Any) -> Any:
+        self.ran += 1
+        self.values[fn.id] = (fn.op, len(self.open))
+        return fn.op
+
+    def replay_op(self, fn: FunctionNode, func: Any, memo: Any) -> None:
+        self.replayed += 1
+        self.values[fn.id] = (memo, len(self.open))
+
+    def layers(self) -> dict[str, dict[int, Any]]:
+        return {self.name: self.values}
+
+
+class Stack(nn.Module):
+    def __init__(self, n: int = 6) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Sequential(nn.Linear(8, 8), nn.GELU()) for _ in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x) + x
+        return x
+
+
+def record(model: nn.Module, x: torch.Tensor, **kw: Any) -> tuple[tv.ComputationGraph, OpShapes]:
+    probe = OpShapes()
+    with torch.no_grad(), tv.Recorder(model, probes=[probe], **kw) as rec:
+        model(x)
+    return rec.graph, probe
+
+
+def test_every_op_gets_a_value_and_calls_nest() -> None:
+    graph, probe = record(Stack(2), torch.randn(2, 8))
+    fns = list(graph.graph.functions())
+    assert set(probe.values) == {f.id for f in fns}
+    layer = graph.graph.annotations.layer("seen")
+    assert all(layer[f.id][0] == f.op for f in fns)
+    # ops inside layers.i.0 (Linear) run three calls deep: root, layers.i, layers.i.0
+    linear = next(f for f in fns if f.op == "linear")
+    assert layer[linear.id][1] == 3
+    assert probe.events[0] == "start" and probe.events[-1] == "stop"
+    assert probe.events[1:3] == ["enter layers.0", "enter layers.0.0"]
+    assert probe.events.count("enter layers.1") == probe.events.count("exit layers.1") == 1
+
+
+def test_replayed_ops_carry_the_facts_of_the_op_they_replay() -> None:
+    with torch.device("meta"):
+        model = Stack(6)
+    x = torch.randn(2, 8, device="meta")
+    replayed, p1 = record(model, x)
+    plain, p2 = record(model, x, meta_replay=False)
+    assert p1.replayed > 0 and p2.replayed == 0 and p1.ran < p2.ran
+    assert replayed.graph.annotations.layer("seen") == plain.graph.annotations.layer("seen")
+    assert replayed.to_json() == plain.to_json()  # the annotations reach the JSON alike
+
+
+def test_stop_runs_when_the_forward_raises() -> None:
+    class Boom(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise ValueError("boom")
+
+    probe = OpShapes()
+    with pytest.raises(ValueError, match="boom"), tv.Recorder(Boom(), probes=[probe]) as rec:
+        rec.model(torch.randn(1))
+    assert probe.events == ["start", "stop"] and probe.open == []
+
+
+def test_probes_must_be_probes() -> None:
+    with pytest.raises(tv.InvalidTypeError, match="probes must be tensorview.recording.Probe instances"):
+        tv.Recorder(nn.Linear(2, 2), probes=[object()])  # type: ignore[list-item]
+
+
+def test_without_probes_the_session_skips_them() -> None:
+    model = nn.Linear(2, 2)
+    with tv.Recorder(model) as rec:
+        model(torch.randn(1, 2))
+    assert rec._session is not None and rec._session.probes is None
+    assert not rec.graph.graph.annotations
