@@ -27,8 +27,13 @@ class Case:
 
 
 # -- transformers architectures, full-size configs on meta ------------------------------------
-def _transformer(model_type: str, auto: str = "AutoModel", build_kwargs: dict[str, Any] | None = None,
-                 inputs: Callable[[], dict[str, Any]] | None = None, **config: Any) -> Callable[[], Any]:
+def _transformer(
+    model_type: str,
+    auto: str = "AutoModel",
+    build_kwargs: dict[str, Any] | None = None,
+    inputs: Callable[[], dict[str, Any]] | None = None,
+    **config: Any,
+) -> Callable[[], Any]:
     def build() -> tuple[nn.Module, dict[str, Any]]:
         import transformers
 
@@ -50,15 +55,28 @@ def _seq2seq() -> dict[str, Any]:
 
 
 LLAMA3_70B = dict(
-    hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
-    num_key_value_heads=8, vocab_size=128256, max_position_embeddings=8192, rope_theta=500000.0,
-    rms_norm_eps=1e-5, tie_word_embeddings=False,
+    hidden_size=8192,
+    intermediate_size=28672,
+    num_hidden_layers=80,
+    num_attention_heads=64,
+    num_key_value_heads=8,
+    vocab_size=128256,
+    max_position_embeddings=8192,
+    rope_theta=500000.0,
+    rms_norm_eps=1e-5,
+    tie_word_embeddings=False,
 )
 # Mixtral-8x7B shapes with 8 of its 32 layers; batched_mm is the experts kernel that runs on
 # meta (the default grouped_mm wants bf16 there, the eager one routes on data)
 MIXTRAL = dict(
-    hidden_size=4096, intermediate_size=14336, num_hidden_layers=8, num_attention_heads=32,
-    num_key_value_heads=8, vocab_size=32000, num_local_experts=8, num_experts_per_tok=2,
+    hidden_size=4096,
+    intermediate_size=14336,
+    num_hidden_layers=8,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    vocab_size=32000,
+    num_local_experts=8,
+    num_experts_per_tok=2,
 )
 
 
@@ -96,9 +114,7 @@ class DenseLayer(nn.Module):
 class DenseBlock(nn.Module):
     def __init__(self, layers: int, in_features: int, growth: int, bn_size: int) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(
-            DenseLayer(in_features + i * growth, growth, bn_size) for i in range(layers)
-        )
+        self.layers = nn.ModuleList(DenseLayer(in_features + i * growth, growth, bn_size) for i in range(layers))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         features = [x]
@@ -110,7 +126,9 @@ class DenseBlock(nn.Module):
 class Transition(nn.Sequential):
     def __init__(self, in_features: int, out_features: int) -> None:
         super().__init__(
-            nn.BatchNorm2d(in_features), nn.ReLU(), nn.Conv2d(in_features, out_features, 1, bias=False),
+            nn.BatchNorm2d(in_features),
+            nn.ReLU(),
+            nn.Conv2d(in_features, out_features, 1, bias=False),
             nn.AvgPool2d(2),
         )
 
@@ -118,11 +136,19 @@ class Transition(nn.Sequential):
 class DenseNet(nn.Module):
     """DenseNet-BC (torchvision's layout) with DenseNet-201's block sizes by default."""
 
-    def __init__(self, blocks: tuple[int, ...] = (6, 12, 48, 32), growth: int = 32, init: int = 64,
-                 bn_size: int = 4, classes: int = 1000) -> None:
+    def __init__(
+        self,
+        blocks: tuple[int, ...] = (6, 12, 48, 32),
+        growth: int = 32,
+        init: int = 64,
+        bn_size: int = 4,
+        classes: int = 1000,
+    ) -> None:
         super().__init__()
         self.stem = nn.Sequential(
-            nn.Conv2d(3, init, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(init), nn.ReLU(),
+            nn.Conv2d(3, init, 7, stride=2, padding=3, bias=False),
+            nn.BatchNorm2d(init),
+            nn.ReLU(),
             nn.MaxPool2d(3, stride=2, padding=1),
         )
         stages: list[nn.Module] = []
@@ -154,7 +180,10 @@ CASES = [
     Case("gpt2 (124M)", _transformer("gpt2")),
     Case("bert-base", _transformer("bert")),
     Case("t5-small", _transformer("t5", inputs=_seq2seq)),
-    Case("mixtral-8x7b (8 layers)", _transformer("mixtral", build_kwargs=dict(experts_implementation="batched_mm"), **MIXTRAL)),
+    Case(
+        "mixtral-8x7b (8 layers)",
+        _transformer("mixtral", build_kwargs=dict(experts_implementation="batched_mm"), **MIXTRAL),
+    ),
     Case("densenet201-like", densenet201),
     Case("mlp 10k ops (cpu)", deep_mlp(10_000), repeats=3, device="cpu"),
     Case("mlp 100k ops (cpu)", deep_mlp(100_000), repeats=2, device="cpu"),

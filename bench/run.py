@@ -132,8 +132,11 @@ def dot_time(source: str) -> Any:
     t0 = time.perf_counter()
     try:
         subprocess.run(
-            ["dot", "-Tsvg", "-o", os.devnull], input=source.encode(), check=True,
-            timeout=DOT_TIMEOUT_S, capture_output=True,
+            ["dot", "-Tsvg", "-o", os.devnull],
+            input=source.encode(),
+            check=True,
+            timeout=DOT_TIMEOUT_S,
+            capture_output=True,
         )
     except subprocess.TimeoutExpired:
         return f">{DOT_TIMEOUT_S:.0f}"
@@ -190,8 +193,19 @@ def graph_memory() -> dict[int, float]:
 
 def tensors_reachable(root: Any) -> list[Any]:
     found, seen, stack = [], set(), [root]
-    skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-            str, bytes, int, float, bool, type(None))
+    skip = (
+        type,
+        types.ModuleType,
+        types.FunctionType,
+        types.BuiltinFunctionType,
+        types.MethodType,
+        str,
+        bytes,
+        int,
+        float,
+        bool,
+        type(None),
+    )
     while stack:
         obj = stack.pop()
         if id(obj) in seen or isinstance(obj, skip):
@@ -254,8 +268,17 @@ def ratio(a: Any, b: Any) -> float | None:
     return a / b if isinstance(a, float) and isinstance(b, float) and b > 0 else None
 
 
-COLUMNS = ["model", "ops", "plain s", "Recorder s", "tv draw_graph s", "torchview s", "dot -Tsvg s",
-           "Recorder/plain", "torchview/tv"]
+COLUMNS = [
+    "model",
+    "ops",
+    "plain s",
+    "Recorder s",
+    "tv draw_graph s",
+    "torchview s",
+    "dot -Tsvg s",
+    "Recorder/plain",
+    "torchview/tv",
+]
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
@@ -267,10 +290,19 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
             tt_s = f">{TORCHVIEW_BUDGET_S / r['tv_draw']:.0f}x"
         else:
             tt_s = f"{tt:.2f}x" if tt is not None else "-"
-        out.append([
-            f"{r['model']}", f"{r['ops']}", fmt_s(r["plain"]), fmt_s(r["record"]), fmt_s(r["tv_draw"]),
-            fmt_s(r["torchview"]), fmt_s(r["dot"]), f"{rp:.2f}x" if rp is not None else "-", tt_s,
-        ])
+        out.append(
+            [
+                f"{r['model']}",
+                f"{r['ops']}",
+                fmt_s(r["plain"]),
+                fmt_s(r["record"]),
+                fmt_s(r["tv_draw"]),
+                fmt_s(r["torchview"]),
+                fmt_s(r["dot"]),
+                f"{rp:.2f}x" if rp is not None else "-",
+                tt_s,
+            ]
+        )
     return out
 
 
@@ -285,17 +317,23 @@ def md_table(rows: list[list[str]]) -> str:
     return head + "".join("| " + " | ".join(r) + " |\n" for r in rows)
 
 
-def targets(rows: list[dict[str, Any]], lin: dict[str, Any] | None, mem: dict[Any, Any] | None,
-            rep: dict[str, Any] | None) -> list[tuple[str, bool | None, str]]:
+def targets(
+    rows: list[dict[str, Any]], lin: dict[str, Any] | None, mem: dict[Any, Any] | None, rep: dict[str, Any] | None
+) -> list[tuple[str, bool | None, str]]:
     out: list[tuple[str, bool | None, str]] = []
     meta_ratios = [ratio(r["record"], r["plain"]) for r in rows if r["device"] == "meta"]
     meta_ratios = [x for x in meta_ratios if x is not None]
     if meta_ratios:
         m = statistics.median(meta_ratios)
         all_r = [x for x in (ratio(r["record"], r["plain"]) for r in rows) if x is not None]
-        out.append(("Recorder <= 1.5x plain forward on meta (median)", m <= 1.5,
-                    f"median {m:.2f}x over {len(meta_ratios)} meta models (worst {max(meta_ratios):.2f}x); "
-                    f"CPU MLPs with 4x4 layers: {', '.join(f'{x:.2f}x' for x in all_r[len(meta_ratios):])}"))
+        out.append(
+            (
+                "Recorder <= 1.5x plain forward on meta (median)",
+                m <= 1.5,
+                f"median {m:.2f}x over {len(meta_ratios)} meta models (worst {max(meta_ratios):.2f}x); "
+                f"CPU MLPs with 4x4 layers: {', '.join(f'{x:.2f}x' for x in all_r[len(meta_ratios) :])}",
+            )
+        )
     speed = []
     for r in rows:
         tt = ratio(r["torchview"], r["tv_draw"])
@@ -311,37 +349,69 @@ def targets(rows: list[dict[str, Any]], lin: dict[str, Any] | None, mem: dict[An
     if failed:
         out.append(("tensorview draw_graph works on every model", False, ", ".join(failed)))
     if lin is not None:
-        out.append(("time per op at 100k ops <= 1.3x time per op at 1k", lin["ratio"] <= 1.3,
-                    f"{lin[1_000] * 1e6:.1f} us/op at 1k, {lin[100_000] * 1e6:.1f} us/op at 100k: {lin['ratio']:.2f}x"))
+        out.append(
+            (
+                "time per op at 100k ops <= 1.3x time per op at 1k",
+                lin["ratio"] <= 1.3,
+                f"{lin[1_000] * 1e6:.1f} us/op at 1k, {lin[100_000] * 1e6:.1f} us/op at 100k: {lin['ratio']:.2f}x",
+            )
+        )
     if mem is not None:
         mr = mem[100_000] / mem[1_000]
-        out.append(("graph memory linear in ops (bytes/op at 100k <= 1.3x at 1k)", mr <= 1.3,
-                    f"{mem[1_000]:.0f} / {mem[10_000]:.0f} / {mem[100_000]:.0f} B/op at 1k / 10k / 100k ops"))
-        out.append(("recorded graph holds no tensor", mem["tensors_in_graph"] == 0,
-                    f"{mem['tensors_in_graph']} tensors reachable from the graph"))
+        out.append(
+            (
+                "graph memory linear in ops (bytes/op at 100k <= 1.3x at 1k)",
+                mr <= 1.3,
+                f"{mem[1_000]:.0f} / {mem[10_000]:.0f} / {mem[100_000]:.0f} B/op at 1k / 10k / 100k ops",
+            )
+        )
+        out.append(
+            (
+                "recorded graph holds no tensor",
+                mem["tensors_in_graph"] == 0,
+                f"{mem['tensors_in_graph']} tensors reachable from the graph",
+            )
+        )
     if rep is not None:
         ok = rep["traced"] < 1 << 20 and rep["rss"] < 16 << 20
-        out.append((f"{rep['calls']} repeated draw_graph calls do not grow memory", ok,
-                    f"{rep['model']}: tracemalloc {rep['traced'] / 1024:+.0f} KiB, RSS {rep['rss'] / 1024 / 1024:+.1f} MiB"))
+        out.append(
+            (
+                f"{rep['calls']} repeated draw_graph calls do not grow memory",
+                ok,
+                f"{rep['model']}: tracemalloc {rep['traced'] / 1024:+.0f} KiB, RSS {rep['rss'] / 1024 / 1024:+.1f} MiB",
+            )
+        )
     llama = next((r for r in rows if r["model"].startswith("llama3-70b")), None)
     if llama is not None:
         tv = llama["torchview"]
-        out.append(("Llama-3-70B (80 layers) records on meta in < 2 s", llama["record"] < 2,
-                    f"Recorder {llama['record']:.2f} s, draw_graph {fmt_s(llama['tv_draw'])} s, torchview {fmt_s(tv)} s"))
+        out.append(
+            (
+                "Llama-3-70B (80 layers) records on meta in < 2 s",
+                llama["record"] < 2,
+                f"Recorder {llama['record']:.2f} s, draw_graph {fmt_s(llama['tv_draw'])} s, torchview {fmt_s(tv)} s",
+            )
+        )
     dots = [(r["model"], r["dot"]) for r in rows]
     slow = [f"{m} ({fmt_s(d)})" for m, d in dots if not (isinstance(d, float) and d < 10)]
     worst = max((d for _, d in dots if isinstance(d, float)), default=0.0)
-    out.append(("default view lays out with dot -Tsvg in < 10 s on every model", not slow,
-                f"slowest {worst:.2f} s" + (f"; over: {', '.join(slow)}" if slow else "")))
+    out.append(
+        (
+            "default view lays out with dot -Tsvg in < 10 s on every model",
+            not slow,
+            f"slowest {worst:.2f} s" + (f"; over: {', '.join(slow)}" if slow else ""),
+        )
+    )
     return out
 
 
 def machine() -> str:
     import torchview
 
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-            f"torch {torch.__version__}, torchview {getattr(torchview, '__version__', '0.2.x')}, "
-            f"{subprocess.run(['dot', '-V'], capture_output=True, text=True).stderr.strip()}")
+    return (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"torch {torch.__version__}, torchview {getattr(torchview, '__version__', '0.2.x')}, "
+        f"{subprocess.run(['dot', '-V'], capture_output=True, text=True).stderr.strip()}"
+    )
 
 
 def main() -> None:

@@ -44,8 +44,14 @@ class Recorder(BaseRecorder[ComputationGraph]):
     """
 
     def __init__(
-        self, model: nn.Module, *, device: Any = None, meta_replay: bool = True, probes: Sequence[Probe] = (),
-        options: ViewOptions | None = None, render_options: RenderOptions | None = None,
+        self,
+        model: nn.Module,
+        *,
+        device: Any = None,
+        meta_replay: bool = True,
+        probes: Sequence[Probe] = (),
+        options: ViewOptions | None = None,
+        render_options: RenderOptions | None = None,
     ) -> None:
         super().__init__(model, device=device, meta_replay=meta_replay, probes=probes)
         for name, value, cls in (("options", options, ViewOptions), ("render_options", render_options, RenderOptions)):
@@ -107,9 +113,14 @@ def draw_graph(
     if mode not in MODES:
         raise choices_error("mode", mode, MODES)
     options = ViewOptions(
-        depth=depth, expand_nested=expand_nested, hide_inner_tensors=hide_inner_tensors,
-        hide_module_functions=hide_module_functions, roll=roll, show_shapes=show_shapes,
-        show_params=show_params, fold=fold,
+        depth=depth,
+        expand_nested=expand_nested,
+        hide_inner_tensors=hide_inner_tensors,
+        hide_module_functions=hide_module_functions,
+        roll=roll,
+        show_shapes=show_shapes,
+        show_params=show_params,
+        fold=fold,
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
     dev = as_device(device)
@@ -139,7 +150,9 @@ def _save_path(directory: str, filename: str | None, graph_name: str) -> str:
     return os.path.join(directory, name)
 
 
-def record(model: nn.Module, name: str = "model", input_shapes: Any = None, input_data: Any = None, **options: Any) -> ComputationGraph:
+def record(
+    model: nn.Module, name: str = "model", input_shapes: Any = None, input_data: Any = None, **options: Any
+) -> ComputationGraph:
     """Record ``model`` without rendering (torchrecorder's ``record``); returns the graph.
 
     ``input_shapes`` is a shape or a list of shapes; ``input_data`` real inputs.
@@ -149,7 +162,9 @@ def record(model: nn.Module, name: str = "model", input_shapes: Any = None, inpu
 
 
 def make_dot(
-    graph: ComputationGraph | Graph, render_depth: int = 256, styler_cls: type[GraphvizStyler] | None = None,
+    graph: ComputationGraph | Graph,
+    render_depth: int = 256,
+    styler_cls: type[GraphvizStyler] | None = None,
     **styler_args: Any,
 ) -> graphviz.Digraph:
     """A ``graphviz.Digraph`` of a recorded graph (a ``ComputationGraph`` or an IR

@@ -45,9 +45,7 @@ def main(argv: list[str]) -> int:
     import tensorview as tv
 
     path = argv[1] if len(argv) > 1 else "demo.svg"
-    graph = tv.draw_graph(
-        TinyResNet(), input_size=(1, 3, 32, 32), device="meta", depth=3, expand_nested=True
-    )
+    graph = tv.draw_graph(TinyResNet(), input_size=(1, 3, 32, 32), device="meta", depth=3, expand_nested=True)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     print(graph.table())
     try:

@@ -95,7 +95,9 @@ class ComputationGraph:
     @property
     def source(self) -> str:
         """DOT source of the current view (no ``dot`` program needed)."""
-        text: str = self._cached("source", lambda: DotRenderer(self.styler).render(self.get_view(), self.render_options))
+        text: str = self._cached(
+            "source", lambda: DotRenderer(self.styler).render(self.get_view(), self.render_options)
+        )
         return text
 
     @property
@@ -141,7 +143,9 @@ class ComputationGraph:
         return self.graph.to_dict()
 
     # -- display -----------------------------------------------------------------------
-    def _repr_mimebundle_(self, include: Iterable[str] | None = None, exclude: Iterable[str] | None = None) -> dict[str, str]:
+    def _repr_mimebundle_(
+        self, include: Iterable[str] | None = None, exclude: Iterable[str] | None = None
+    ) -> dict[str, str]:
         """The first displayable format that can be produced, and always ``text/plain``."""
         wanted = set(include) if include is not None else None
         excluded = set(exclude or ())

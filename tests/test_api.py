@@ -18,11 +18,28 @@ from .fixtures import models as zoo
 
 def test_public_api_is_exact() -> None:
     assert sorted(tv.__all__) == [
-        "ComputationGraph", "FunctionNode", "Graph", "GraphLintError", "GraphvizStyler",
-        "InvalidInputError", "InvalidTypeError", "ModuleNode", "Recorder", "RecorderTensor",
-        "RecordingError", "RenderError", "RenderOptions", "Renderer", "TensorNode",
-        "TensorviewError", "ViewOptions", "draw_graph", "make_dot", "record",
-        "render_network", "taps",
+        "ComputationGraph",
+        "FunctionNode",
+        "Graph",
+        "GraphLintError",
+        "GraphvizStyler",
+        "InvalidInputError",
+        "InvalidTypeError",
+        "ModuleNode",
+        "Recorder",
+        "RecorderTensor",
+        "RecordingError",
+        "RenderError",
+        "RenderOptions",
+        "Renderer",
+        "TensorNode",
+        "TensorviewError",
+        "ViewOptions",
+        "draw_graph",
+        "make_dot",
+        "record",
+        "render_network",
+        "taps",
     ]
     for name in tv.__all__:
         assert getattr(tv, name) is not None

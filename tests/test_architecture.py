@@ -101,7 +101,7 @@ def test_the_rules_catch_violations() -> None:
     assert violations("graph", [(1, "torch")]) and violations("transform", [(1, "graphviz")])
     assert not violations("render", [(1, "tensorview.graph.view"), (2, "graphviz")])
     # relative imports resolve to absolute names
-    assert ("tensorview.graph" in [n for _, n in imports(PACKAGE / "render" / "dot.py")])
+    assert "tensorview.graph" in [n for _, n in imports(PACKAGE / "render" / "dot.py")]
 
 
 def test_no_kind_string_comparisons_outside_the_node_types() -> None:

@@ -34,17 +34,23 @@ def assert_intact(model: nn.Module, device: str = "cpu") -> None:
 
 # -- make_dot, stylers, Recorder options, save -----------------------------------------------
 def test_make_dot_needs_a_recorded_graph() -> None:
-    with pytest.raises(tv.InvalidTypeError, match=r"make_dot needs a tensorview Graph or ComputationGraph .*got str: 'x'"):
+    with pytest.raises(
+        tv.InvalidTypeError, match=r"make_dot needs a tensorview Graph or ComputationGraph .*got str: 'x'"
+    ):
         tv.make_dot("x")
 
 
 def test_make_dot_styler_cls_must_be_a_styler_class(graph: tv.ComputationGraph) -> None:
-    with pytest.raises(tv.InvalidTypeError, match=r"styler_cls must be GraphvizStyler or a subclass of it, got <class 'int'>"):
+    with pytest.raises(
+        tv.InvalidTypeError, match=r"styler_cls must be GraphvizStyler or a subclass of it, got <class 'int'>"
+    ):
         tv.make_dot(graph, styler_cls=int)
 
 
 def test_make_dot_styler_instance_says_pass_the_class(graph: tv.ComputationGraph) -> None:
-    with pytest.raises(tv.InvalidTypeError, match=r"must be a class .*got an instance of GraphvizStyler: pass the class"):
+    with pytest.raises(
+        tv.InvalidTypeError, match=r"must be a class .*got an instance of GraphvizStyler: pass the class"
+    ):
         tv.make_dot(graph, styler_cls=tv.GraphvizStyler())
     assert "fontname=Helvetica" in tv.make_dot(graph, styler_cls=tv.GraphvizStyler, fontname="Helvetica").source
 
@@ -52,7 +58,9 @@ def test_make_dot_styler_instance_says_pass_the_class(graph: tv.ComputationGraph
 def test_view_styler_must_be_a_styler_instance(graph: tv.ComputationGraph) -> None:
     with pytest.raises(tv.InvalidTypeError, match=r"styler must be a GraphvizStyler instance .*got str: 'x'"):
         graph.view(styler="x")
-    with pytest.raises(tv.InvalidTypeError, match=r"got the class GraphvizStyler: pass an instance, e.g. styler=GraphvizStyler\(\)"):
+    with pytest.raises(
+        tv.InvalidTypeError, match=r"got the class GraphvizStyler: pass an instance, e.g. styler=GraphvizStyler\(\)"
+    ):
         graph.view(styler=tv.GraphvizStyler)
     assert graph.styler is None  # the graph it was called on is unchanged
 
@@ -78,8 +86,13 @@ def test_save_format_must_be_a_str(graph: tv.ComputationGraph, tmp_path: Path) -
 def test_bytes_paths_are_accepted_and_other_paths_named(graph: tv.ComputationGraph, tmp_path: Path) -> None:
     out = graph.save(bytes(tmp_path / "g.gv"))  # type: ignore[arg-type]
     assert out == str(tmp_path / "g.gv") and (tmp_path / "g.gv").read_text() == graph.source
-    tv.draw_graph(zoo.InplaceModule(), input_size=(2, 4), save_graph=True, filename=b"m.gv",  # type: ignore[arg-type]
-                  directory=bytes(tmp_path))  # type: ignore[arg-type]
+    tv.draw_graph(
+        zoo.InplaceModule(),
+        input_size=(2, 4),
+        save_graph=True,
+        filename=b"m.gv",  # type: ignore[arg-type]
+        directory=bytes(tmp_path),
+    )  # type: ignore[arg-type]
     assert (tmp_path / "m.gv").exists()
     with pytest.raises(tv.InvalidTypeError, match=r"save path must be a str or os.PathLike .*got int: 5"):
         graph.save(5)  # type: ignore[arg-type]
@@ -92,7 +105,9 @@ def test_tap_indices_and_names_of_the_wrong_type() -> None:
         tv.taps.ForwardOutput().modules(model, indices=1.0)  # type: ignore[arg-type]
     with pytest.raises(tv.InvalidTypeError, match=r"names must be a str pattern or a list of them, got int: 5"):
         tv.taps.ForwardOutput().modules(model, names=5)  # type: ignore[arg-type]
-    with pytest.raises(tv.InvalidTypeError, match=r"types must be a torch.nn.Module subclass or a list of them, got int: 5"):
+    with pytest.raises(
+        tv.InvalidTypeError, match=r"types must be a torch.nn.Module subclass or a list of them, got int: 5"
+    ):
         tv.taps.ForwardOutput().modules(model, types=5)  # type: ignore[arg-type]
     assert not model._forward_hooks and not model[0]._forward_hooks  # nothing was hooked
 
@@ -107,7 +122,9 @@ def test_renderer_without_hooks_says_which_to_implement(graph: tv.ComputationGra
             return node.name
 
     view: View = graph.get_view()
-    with pytest.raises(NotImplementedError, match="Nothing must implement the Renderer hook.* render_node and render_edge"):
+    with pytest.raises(
+        NotImplementedError, match="Nothing must implement the Renderer hook.* render_node and render_edge"
+    ):
         Nothing().render(view)
     with pytest.raises(NotImplementedError, match=r"NodesOnly must implement the Renderer hook\(s\) render_edge \("):
         NodesOnly().render(view)
@@ -170,7 +187,10 @@ def test_forward_kwargs_tensors_are_moved_to_the_device() -> None:
     assert input_specs(graph) == [("x", (2, 4), "float32", "meta"), ("mask", (2, 4), "bool", "meta")]
     assert mask.device.type == "cpu"  # the caller's tensor is not moved
     meta_mask = torch.zeros(2, 4, dtype=torch.bool, device="meta")
-    with pytest.raises(tv.InvalidInputError, match=r"forward keyword argument 'mask' tensor\(shape=\(2, 4\), dtype=torch.bool, device=meta\)"):
+    with pytest.raises(
+        tv.InvalidInputError,
+        match=r"forward keyword argument 'mask' tensor\(shape=\(2, 4\), dtype=torch.bool, device=meta\)",
+    ):
         tv.draw_graph(zoo.KwargsModel(), input_data=torch.randn(2, 4), mask=meta_mask)
 
 
@@ -183,26 +203,38 @@ def test_dtypes_input_size_cannot_make() -> None:
     ):
         tv.draw_graph(model, input_size=(2, 4), dtypes=torch.qint8)
     # a dtype torch cannot make on that device: torch's reason, and what to do
-    with pytest.raises(tv.InvalidInputError, match=r"cannot make an input tensor of shape \(2, 4\) and dtype torch.float8_e4m3fn on cpu: .*device='meta'"):
+    with pytest.raises(
+        tv.InvalidInputError,
+        match=r"cannot make an input tensor of shape \(2, 4\) and dtype torch.float8_e4m3fn on cpu: .*device='meta'",
+    ):
         tv.draw_graph(model, input_size=(2, 4), dtypes=torch.float8_e4m3fn)
     assert_intact(model)
 
 
 def test_input_size_dimension_too_large() -> None:
-    with pytest.raises(tv.InvalidInputError, match=r"shape \(1, 10{30}\) has a dimension over 2\*\*63 - 1 .*0\.\.9223372036854775807"):
+    with pytest.raises(
+        tv.InvalidInputError, match=r"shape \(1, 10{30}\) has a dimension over 2\*\*63 - 1 .*0\.\.9223372036854775807"
+    ):
         tv.draw_graph(zoo.InplaceModule(), input_size=(1, 10**30))
 
 
 def test_a_model_class_instead_of_an_instance() -> None:
-    with pytest.raises(tv.InvalidTypeError, match=r"got the class nn.Linear: pass an instance, e.g. nn.Linear\(\.\.\.\)"):
+    with pytest.raises(
+        tv.InvalidTypeError, match=r"got the class nn.Linear: pass an instance, e.g. nn.Linear\(\.\.\.\)"
+    ):
         tv.draw_graph(nn.Linear, input_size=(2, 4))  # type: ignore[arg-type]
-    with pytest.raises(tv.InvalidTypeError, match=r"Recorder needs a torch.nn.Module instance, got the class InplaceModule: pass an instance"):
+    with pytest.raises(
+        tv.InvalidTypeError,
+        match=r"Recorder needs a torch.nn.Module instance, got the class InplaceModule: pass an instance",
+    ):
         tv.Recorder(zoo.InplaceModule)  # type: ignore[arg-type]
 
 
 def test_dtypes_with_input_data_is_an_error() -> None:
     x = torch.randn(2, 4)
-    with pytest.raises(tv.InvalidInputError, match=r"dtypes=torch.float64 applies to input_size only; with input_data, give tensors"):
+    with pytest.raises(
+        tv.InvalidInputError, match=r"dtypes=torch.float64 applies to input_size only; with input_data, give tensors"
+    ):
         tv.draw_graph(zoo.InplaceModule(), input_data=x, dtypes=torch.float64)
     assert x.dtype == torch.float32
 
@@ -241,7 +273,10 @@ def test_misspelled_option_says_did_you_mean(typo: str) -> None:
     ):
         tv.draw_graph(model, input_size=(2, 4), **{typo: 2})
     assert model.seen == {}  # forward never ran
-    with pytest.raises(tv.InvalidInputError, match=r"did you mean roll\? \(Linear.forward does not declare 'rol': forward takes no such keyword"):
+    with pytest.raises(
+        tv.InvalidInputError,
+        match=r"did you mean roll\? \(Linear.forward does not declare 'rol': forward takes no such keyword",
+    ):
         tv.draw_graph(nn.Linear(4, 4), input_size=(2, 4), rol=True)
     # the way round it works, and a keyword forward declares is passed as usual
     tv.draw_graph(model, input_data={"input_ids": torch.randn(2, 4), typo: 2})
@@ -251,8 +286,14 @@ def test_misspelled_option_says_did_you_mean(typo: str) -> None:
 
 def test_misspelled_option_in_a_transformers_model() -> None:
     transformers = pytest.importorskip("transformers")
-    config = transformers.LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                      num_attention_heads=4, num_key_value_heads=2)
+    config = transformers.LlamaConfig(
+        vocab_size=100,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
     model = transformers.LlamaModel(config)
     with pytest.raises(tv.InvalidInputError, match=r"'dept': did you mean depth\? \(LlamaModel.forward"):
         tv.draw_graph(model, input_size=(1, 5), dtypes=torch.long, dept=2)
@@ -263,10 +304,12 @@ def test_tensors_in_the_input_size_place_are_input_data() -> None:
     x, y = torch.randn(2, 4), torch.randn(3, 4, dtype=torch.float64)
     assert input_specs(tv.draw_graph(zoo.InplaceModule(), x)) == [("x", (2, 4), "float32", "cpu")]
     assert input_specs(tv.draw_graph(zoo.UnusedInput(), (x, y))) == [
-        ("x", (2, 4), "float32", "cpu"), ("unused", (3, 4), "float64", "cpu"),
+        ("x", (2, 4), "float32", "cpu"),
+        ("unused", (3, 4), "float64", "cpu"),
     ]
     assert input_specs(tv.draw_graph(zoo.UnusedInput(), {"x": x, "unused": y}, device="meta")) == [
-        ("x", (2, 4), "float32", "meta"), ("unused", (3, 4), "float64", "meta"),
+        ("x", (2, 4), "float32", "meta"),
+        ("unused", (3, 4), "float64", "meta"),
     ]
     assert x.device.type == "cpu"
     assert input_specs(tv.draw_graph(zoo.InplaceModule(), torch.Size([2, 4]))) == [("x", (2, 4), "float32", "cpu")]
@@ -275,12 +318,17 @@ def test_tensors_in_the_input_size_place_are_input_data() -> None:
 
 def test_errors_never_print_a_whole_tensor() -> None:
     x = torch.arange(10_000.0).reshape(100, 100)
-    with pytest.raises(tv.InvalidTypeError, match=r"got tensor\(shape=\(100, 100\), dtype=torch.float32, device=cpu\)$"):
+    with pytest.raises(
+        tv.InvalidTypeError, match=r"got tensor\(shape=\(100, 100\), dtype=torch.float32, device=cpu\)$"
+    ):
         tv.draw_graph(zoo.InplaceModule(), input_size=(2, 4), dtypes=x)
     with pytest.raises(tv.InvalidInputError, match=r"^pass exactly one of input_size or input_data \(got both\)$"):
         tv.draw_graph(zoo.InplaceModule(), x, input_data=x)
     with pytest.raises(tv.InvalidInputError, match=r"bad input_size \[1.5, 1.5, .*\.\.\.: expected a shape") as info:
         tv.draw_graph(zoo.InplaceModule(), [1.5] * 1000)
     assert len(str(info.value)) < 250
-    with pytest.raises(tv.InvalidTypeError, match=r"draw_graph needs a torch.nn.Module, got Tensor: tensor\(shape=\(100, 100\), [^,]*, device=cpu\)$"):
+    with pytest.raises(
+        tv.InvalidTypeError,
+        match=r"draw_graph needs a torch.nn.Module, got Tensor: tensor\(shape=\(100, 100\), [^,]*, device=cpu\)$",
+    ):
         tv.draw_graph(x, input_size=(2, 4))  # type: ignore[arg-type]

@@ -22,7 +22,9 @@ from .test_transformers_tier import ARCH_IDS, ARCHS, build
 aten = torch.ops.aten
 
 
-def flop_counter_total(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, **options: Any) -> int:
+def flop_counter_total(
+    model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, **options: Any
+) -> int:
     with torch.no_grad(), FlopCounterMode(display=False, **options) as fc:
         model(*args, **(kwargs or {}))
     return int(fc.get_total_flops())
@@ -41,8 +43,10 @@ SMALL = {
     "sdpa_attention": (cm.SDPAttention, lambda d: (torch.randn(2, 10, 32, device=d),)),
     "matmul_attention": (cm.MatmulAttention, lambda d: (torch.randn(2, 10, 32, device=d),)),
     "functional": (cm.Functional, lambda d: (torch.randn(2, 5, 8, device=d),)),
-    "llama": (lambda: __import__("transformers").AutoModel.from_config(cm.tiny_llama_config()),
-              lambda d: (torch.randint(0, 100, (1, 8), device=d),)),
+    "llama": (
+        lambda: __import__("transformers").AutoModel.from_config(cm.tiny_llama_config()),
+        lambda d: (torch.randint(0, 100, (1, 8), device=d),),
+    ),
 }
 
 
@@ -143,8 +147,17 @@ def test_uncounted_ops_are_reported_and_zero_flop_ops_are_not() -> None:
     }
     assert counter.uncounted_total() == 4
     assert counter.total == 0
-    for op in (aten.view.default, aten.transpose.int, aten.clone.default, aten.cat.default, aten.zeros.default,
-               aten.masked_fill.Scalar, aten.embedding.default, aten.t_.default, aten.index_select.default):
+    for op in (
+        aten.view.default,
+        aten.transpose.int,
+        aten.clone.default,
+        aten.cat.default,
+        aten.zeros.default,
+        aten.masked_fill.Scalar,
+        aten.embedding.default,
+        aten.t_.default,
+        aten.index_select.default,
+    ):
         assert is_zero_flop(op), op
     for op in (aten.add.Tensor, aten.mul.Tensor, aten._softmax.default, aten.native_layer_norm.default):
         assert not is_zero_flop(op), op
@@ -211,8 +224,13 @@ def test_llama_7b_is_two_flops_per_parameter_per_token() -> None:
     import transformers
 
     cfg = transformers.AutoConfig.for_model(
-        "llama", num_hidden_layers=32, hidden_size=4096, intermediate_size=11008, num_attention_heads=32,
-        num_key_value_heads=32, vocab_size=32000,
+        "llama",
+        num_hidden_layers=32,
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        vocab_size=32000,
     )
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(cfg).eval()

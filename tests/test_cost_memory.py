@@ -116,7 +116,8 @@ SDPA_CASES: dict[str, tuple[list[torch.Tensor], dict[str, Any]]] = {
     "bfloat16": (_qkv((B, H, S, D), (B, H, S, D), (B, H, S, D), dtype=torch.bfloat16), {}),
     "cross": (_qkv((B, H, 1, D), (B, H, S, D), (B, H, S, D)), {}),
     "strided_last_dim": (
-        [torch.randn(B, H, D, S).transpose(2, 3).detach().requires_grad_(), *_qkv((B, H, S, D), (B, H, S, D))], {},
+        [torch.randn(B, H, D, S).transpose(2, 3).detach().requires_grad_(), *_qkv((B, H, S, D), (B, H, S, D))],
+        {},
     ),
 }
 
@@ -124,8 +125,9 @@ SDPA_CASES: dict[str, tuple[list[torch.Tensor], dict[str, Any]]] = {
 @pytest.mark.parametrize("case", list(SDPA_CASES))
 def test_fused_attention_choice_matches_the_cpu(case: str) -> None:
     (q, k, v), kw = SDPA_CASES[case]
-    assert _cpu_would_fuse(q, k, v, kw.get("attn_mask"), kw.get("dropout_p", 0.0), kw.get("enable_gqa", False)) \
-        == _runs_cpu_flash(q, k, v, **kw)
+    assert _cpu_would_fuse(
+        q, k, v, kw.get("attn_mask"), kw.get("dropout_p", 0.0), kw.get("enable_gqa", False)
+    ) == _runs_cpu_flash(q, k, v, **kw)
     if kw.get("dropout_p"):
         return
     # and the saved bytes on meta equal the CPU's
@@ -142,8 +144,9 @@ def test_fused_attention_choice_matches_the_cpu(case: str) -> None:
 
 def test_sdpa_as_on_cpu_off_meta_is_the_function() -> None:
     q, k, v = _qkv((B, H, S, D), (B, H, S, D), (B, H, S, D))
-    torch.testing.assert_close(sdpa_as_on_cpu(q, k, v, is_causal=True),
-                               F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    torch.testing.assert_close(
+        sdpa_as_on_cpu(q, k, v, is_causal=True), F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    )
 
 
 def test_each_storage_once() -> None:

@@ -44,7 +44,14 @@ def test_gpt2_tied_embeddings_count_once() -> None:
     import transformers
 
     cfg = transformers.AutoConfig.for_model(
-        "gpt2", n_layer=2, n_embd=32, n_head=4, vocab_size=100, n_positions=64, bos_token_id=0, eos_token_id=0,
+        "gpt2",
+        n_layer=2,
+        n_embd=32,
+        n_head=4,
+        vocab_size=100,
+        n_positions=64,
+        bos_token_id=0,
+        eos_token_id=0,
     )
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(cfg)
@@ -54,7 +61,9 @@ def test_gpt2_tied_embeddings_count_once() -> None:
     assert totals.total_params == naive_count(model) - wte
     unique = {id(p): p for _, p in model.named_parameters(remove_duplicate=False)}
     assert totals.total_params == sum(p.numel() for p in unique.values())
-    rows = {r.path: r for r in module_params(model, calls_of(model, torch.zeros(1, 8, dtype=torch.long, device="meta")))}
+    rows = {
+        r.path: r for r in module_params(model, calls_of(model, torch.zeros(1, 8, dtype=torch.long, device="meta")))
+    }
     assert rows[""].params == totals.total_params and rows[""].shared_with == ()
     assert rows["lm_head"].params == wte
     assert rows["lm_head"].shared_with == ("transformer.wte",) and rows["lm_head"].shared_params == wte
@@ -68,7 +77,10 @@ def test_one_linear_used_twice() -> None:
     model = cm.TwiceUsed()
     rows = module_params(model, calls_of(model, torch.randn(2, 4)))
     assert [(r.path, r.params, r.repeat) for r in rows] == [
-        ("", 20 + 10, False), ("fc", 20, False), ("fc", 20, True), ("head", 10, False),
+        ("", 20 + 10, False),
+        ("fc", 20, False),
+        ("fc", 20, True),
+        ("head", 10, False),
     ]
     assert param_totals(model).total_params == 30
     assert all(r.shared_with == () for r in rows)
@@ -80,7 +92,10 @@ def test_one_module_under_two_names() -> None:
     assert param_totals(model).total_params == 20 + 15
     rows = module_params(model, calls_of(model, torch.randn(2, 4)))
     assert [(r.path, r.params, r.repeat, r.shared_with) for r in rows] == [
-        ("", 35, False, ()), ("a", 20, False, ("b",)), ("a", 20, True, ("b",)), ("c", 15, False, ()),
+        ("", 35, False, ()),
+        ("a", 20, False, ("b",)),
+        ("a", 20, True, ("b",)),
+        ("c", 15, False, ()),
     ]
     assert rows[1].shared_params == 20
 
@@ -143,8 +158,13 @@ def test_llama_7b_parameter_count_on_meta() -> None:
     import transformers
 
     cfg = transformers.AutoConfig.for_model(
-        "llama", num_hidden_layers=32, hidden_size=4096, intermediate_size=11008, num_attention_heads=32,
-        num_key_value_heads=32, vocab_size=32000,
+        "llama",
+        num_hidden_layers=32,
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        vocab_size=32000,
     )
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(cfg)

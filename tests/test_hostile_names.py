@@ -184,8 +184,19 @@ def test_ordinary_labels_get_no_tooltip() -> None:
 
 # -- 2. graph_name: the same head in .source and visual_graph --------------------------------
 GRAPH_NAMES = [
-    "trailing\\", "<b>html</b>", "<script>", 'a"b', "a\\\"b", "new\nline", "nul\x00", "sur\ud800",
-    "&#xD800;", "", "node", "G" * 20_000, "model",
+    "trailing\\",
+    "<b>html</b>",
+    "<script>",
+    'a"b',
+    'a\\"b',
+    "new\nline",
+    "nul\x00",
+    "sur\ud800",
+    "&#xD800;",
+    "",
+    "node",
+    "G" * 20_000,
+    "model",
 ]
 
 
@@ -201,7 +212,7 @@ def test_graph_name_is_written_the_same_in_source_and_visual_graph(graph_name: s
 
 
 @needs_dot
-@pytest.mark.parametrize("graph_name", ["trailing\\", "<b>html</b>", "a\"b\n&#1;"])
+@pytest.mark.parametrize("graph_name", ["trailing\\", "<b>html</b>", 'a"b\n&#1;'])
 def test_render_network_with_a_hostile_name(graph_name: str, tmp_path: Path) -> None:
     path = tv.render_network(hostile_model("plain"), graph_name, (1, 3), str(tmp_path), filename="net")
     svg_tree(Path(path).read_text(encoding="utf-8"))
@@ -261,8 +272,20 @@ def test_json_is_strict_with_non_finite_tap_statistics(tmp_path: Path) -> None:
 def test_tap_save_never_writes_outside_the_directory(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     model = nn.Module()
-    names = ["layer", str(outside / "abs"), "../up", "../../x", "a/b", "a%2Fb", "C:x", "nul\x00", "sur\ud800",
-             "\\win\\path", "..", "L" * 1000]
+    names = [
+        "layer",
+        str(outside / "abs"),
+        "../up",
+        "../../x",
+        "a/b",
+        "a%2Fb",
+        "C:x",
+        "nul\x00",
+        "sur\ud800",
+        "\\win\\path",
+        "..",
+        "L" * 1000,
+    ]
     for n in names:
         setattr(model, n, nn.ReLU())
     setattr(model.layer, "/nested", nn.ReLU())

@@ -121,7 +121,10 @@ def test_probe_script_prints_pip_options(index_server: str, silent_server: str) 
 def test_setup_installs_torch_through_the_probe(tmp_path: Path) -> None:
     out = subprocess.run(
         ["make", "-n", "-B", f"{tmp_path}/v/.installed", f"VENV={tmp_path}/v", "TORCH=torch==9.9"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     torch_line = only(line for line in out.splitlines() if "torch==9.9" in line)
     assert "tools/torch_index.py" in torch_line and "https://download.pytorch.org/whl/cpu" in torch_line

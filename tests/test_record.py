@@ -65,9 +65,7 @@ def no_recorder_tensor(obj: Any) -> bool:
 
 def module_calls_seen_by_hooks(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
     seen: list[str] = []
-    handle = torch.nn.modules.module.register_module_forward_pre_hook(
-        lambda m, i: seen.append(type(m).__name__)
-    )
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(lambda m, i: seen.append(type(m).__name__))
     try:
         model(*args, **kwargs)
     finally:

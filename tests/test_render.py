@@ -42,7 +42,7 @@ def test_dot_golden_folded_and_params() -> None:
     cg = ComputationGraph(stack(3), ViewOptions(fold=True, show_params=True))
     golden("stack_folded.gv", cg.source)
     assert 'label="layers.0–2: Layer ×3\\n(1, 4), (1, 4) → (1, 4)"' in cg.source
-    assert "pos -> layers_0 [label=\"×3\"]" in cg.source
+    assert 'pos -> layers_0 [label="×3"]' in cg.source
 
 
 def test_json_view_golden() -> None:
@@ -119,7 +119,10 @@ class Boxy(GraphvizStyler):
 def test_styler_subclass_and_keyword_defaults() -> None:
     styler = Boxy(fontname="Helvetica", fillcolor="white")
     src = ComputationGraph(two_blocks(), ViewOptions(depth=2), styler=styler).source
-    assert 'node [shape=box style=filled fontsize=10 margin="0.1,0.05" height=0.3 fontname=Helvetica fillcolor=white]' in src
+    assert (
+        'node [shape=box style=filled fontsize=10 margin="0.1,0.05" height=0.3 fontname=Helvetica fillcolor=white]'
+        in src
+    )
     assert 'seq_0 [label="seq.0: Block\\n(1, 4) → (1, 4)" shape=component]' in src  # user fillcolor wins
     assert "x -> seq_0 [color=blue]" in src
     assert "seq_0 -> seq_1\n" in src

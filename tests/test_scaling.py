@@ -191,7 +191,10 @@ print(one, tracemalloc.get_traced_memory()[0] - start)
 def test_repeated_recording_does_not_grow_memory() -> None:
     # in a fresh process: the autouse lint fixture keeps every graph a test records
     out = subprocess.run(
-        [sys.executable, "-c", _REPEAT], capture_output=True, text=True, check=True,
+        [sys.executable, "-c", _REPEAT],
+        capture_output=True,
+        text=True,
+        check=True,
         cwd=Path(__file__).resolve().parent.parent,
     )
     one_graph, growth = map(int, out.stdout.split())

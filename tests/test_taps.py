@@ -401,8 +401,13 @@ def test_annotate_notes_stats_on_matching_module_nodes() -> None:
     g = ir_graph(["", "0", "1", "2", "2"])  # module "2" called twice: both calls noted
     assert tap.annotate(g) is g
     values = torch.cat([model(x).detach().reshape(-1) for x in xs]).double()
-    expected = {"mean": values.mean().item(), "std": values.std(correction=0).item(),
-                "min": values.min().item(), "max": values.max().item(), "samples": 2}
+    expected = {
+        "mean": values.mean().item(),
+        "std": values.std(correction=0).item(),
+        "min": values.min().item(),
+        "max": values.max().item(),
+        "samples": 2,
+    }
     for node in (3, 4):
         noted = notes(g, node)
         assert noted is not None and noted["stats"].keys() == expected.keys()

@@ -43,7 +43,13 @@ def test_depth_collapses_opens_and_hides() -> None:
     assert view(g, depth=1).names() == ["x", "seq", "id", "mul", "mul_out"]
     v = view(g, depth=2)
     assert v.names() == ["x", "seq_0", "seq_1", "id", "mul", "mul_out"]
-    assert v.edge_names() == [("x", "seq_0", 1), ("seq_0", "seq_1", 1), ("seq_1", "id", 1), ("id", "mul", 1), ("mul", "mul_out", 1)]
+    assert v.edge_names() == [
+        ("x", "seq_0", 1),
+        ("seq_0", "seq_1", 1),
+        ("seq_1", "id", 1),
+        ("id", "mul", 1),
+        ("mul", "mul_out", 1),
+    ]
     v = view(g, depth=3)
     assert v.names() == ["x", "seq_0_fc", "seq_0_act", "add", "seq_1_fc", "seq_1_act", "add_1", "id", "mul", "mul_out"]
     assert ("x", "add", 1) in v.edge_names() and ("add", "add_1", 1) in v.edge_names()
@@ -84,7 +90,11 @@ def test_repeated_use_is_counted() -> None:
     b.output(b.op("add", y, y))
     g = b.finish()
     assert view(g, hide_inner_tensors=False).edge_names() == [
-        ("x", "mul", 2), ("mul", "mul_out", 1), ("mul_out", "add", 2), ("add", "add_out", 1)]
+        ("x", "mul", 2),
+        ("mul", "mul_out", 1),
+        ("mul_out", "add", 2),
+        ("add", "add_out", 1),
+    ]
     assert view(g).edge_names() == [("x", "mul", 2), ("mul", "add", 2), ("add", "add_out", 1)]
 
 
@@ -154,7 +164,12 @@ def test_roll_maps_opened_repeats_to_the_first_call_by_position() -> None:
     # the last step's result is the first step's counterpart, so the loop runs through it
     assert v.names() == ["h", "linear", "tanh", "tanh_out"]
     assert v.node("linear").calls == 3 and v.node("tanh").calls == 3
-    assert v.edge_names() == [("h", "linear", 1), ("linear", "tanh", 3), ("tanh", "tanh_out", 3), ("tanh_out", "linear", 2)]
+    assert v.edge_names() == [
+        ("h", "linear", 1),
+        ("linear", "tanh", 3),
+        ("tanh", "tanh_out", 3),
+        ("tanh_out", "linear", 2),
+    ]
 
 
 def stack(n: int, cls: str = "Layer", ext: bool = True) -> Graph:
@@ -182,7 +197,12 @@ def test_fold_turns_identical_runs_into_one_box() -> None:
     assert v.names() == ["x", "pos", "layers_0", "relu", "relu_out"]
     box = v.node("layers_0")
     assert box.folded == 5 and len(box.members) == 5
-    assert v.edge_names() == [("x", "layers_0", 1), ("pos", "layers_0", 5), ("layers_0", "relu", 1), ("relu", "relu_out", 1)]
+    assert v.edge_names() == [
+        ("x", "layers_0", 1),
+        ("pos", "layers_0", 5),
+        ("layers_0", "relu", 1),
+        ("relu", "relu_out", 1),
+    ]
     assert view(g).names() == view(g, fold=False).names()  # "auto": small graphs stay unfolded
 
 
@@ -244,7 +264,11 @@ def test_graph_is_not_changed_by_views() -> None:
     [
         ({"depth": -1}, InvalidInputError, "depth must be >= 0, got -1"),
         ({"depth": "2"}, InvalidTypeError, "depth must be an int"),
-        ({"graph_dir": "XY"}, InvalidInputError, r"unknown graph_dir: 'XY' \(must be one of \['BT', 'LR', 'RL', 'TB'\]\)"),
+        (
+            {"graph_dir": "XY"},
+            InvalidInputError,
+            r"unknown graph_dir: 'XY' \(must be one of \['BT', 'LR', 'RL', 'TB'\]\)",
+        ),
         ({"layout": "fast"}, InvalidInputError, r"unknown layout: 'fast'.*'auto', 'exact'"),
         ({"fold": "yes"}, InvalidInputError, r"unknown fold: 'yes'"),
         ({"roll": 1}, InvalidTypeError, "roll must be True or False"),

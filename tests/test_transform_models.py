@@ -79,7 +79,13 @@ class TinyResNet(nn.Module):
 def test_resnet_like_views() -> None:
     cg = record(TinyResNet().eval(), torch.randn(1, 3, 8, 8))
     v = check(build_view(cg.graph, ViewOptions(depth=1)))
-    assert v.edge_names() == [("x", "stem", 1), ("stem", "layer1", 1), ("layer1", "mean", 1), ("mean", "fc", 1), ("fc", "linear_out", 1)]
+    assert v.edge_names() == [
+        ("x", "stem", 1),
+        ("stem", "layer1", 1),
+        ("layer1", "mean", 1),
+        ("mean", "fc", 1),
+        ("fc", "linear_out", 1),
+    ]
     v = check(build_view(cg.graph, ViewOptions(depth=3)))
     kinds = [(n.kind, n.ir.path) for n in v.nodes if n.kind != "tensor"]
     assert ("module", "layer1.0.conv1") in kinds and ("function", "layer1.0") in kinds  # residual add/relu

@@ -74,7 +74,22 @@ from .params import (
 )
 
 __all__ = [
-    "CPUAttentionOnMeta", "EXTRA_FORMULAS", "ModuleParams", "OPTIMIZER_STATES", "OpFlops", "ParamTotals",
-    "SavedTensors", "TrainingMemory", "dtype_size", "fmt_bytes", "fmt_count", "fmt_flops", "is_zero_flop",
-    "module_params", "param_totals", "sdpa_as_on_cpu", "tensor_nbytes", "training_memory",
+    "CPUAttentionOnMeta",
+    "EXTRA_FORMULAS",
+    "ModuleParams",
+    "OPTIMIZER_STATES",
+    "OpFlops",
+    "ParamTotals",
+    "SavedTensors",
+    "TrainingMemory",
+    "dtype_size",
+    "fmt_bytes",
+    "fmt_count",
+    "fmt_flops",
+    "is_zero_flop",
+    "module_params",
+    "param_totals",
+    "sdpa_as_on_cpu",
+    "tensor_nbytes",
+    "training_memory",
 ]

@@ -51,7 +51,12 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 __all__ = [
-    "CPUAttentionOnMeta", "SavedTensors", "dtype_size", "sdpa_as_on_cpu", "storage_nbytes", "tensor_nbytes",
+    "CPUAttentionOnMeta",
+    "SavedTensors",
+    "dtype_size",
+    "sdpa_as_on_cpu",
+    "storage_nbytes",
+    "tensor_nbytes",
 ]
 
 Key = Hashable
@@ -113,7 +118,8 @@ class SavedTensors:
     def __init__(self, params: nn.Module | Iterable[torch.Tensor] | None = None) -> None:
         if isinstance(params, nn.Module):
             tensors: list[torch.Tensor] = [
-                *params.parameters(), *params.buffers(),
+                *params.parameters(),
+                *params.buffers(),
             ]
         else:
             tensors = list(params or ())
@@ -204,7 +210,9 @@ _CPU_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cp
 _FLASH_DTYPES = frozenset({torch.float32, torch.float64, torch.bfloat16, torch.float16})
 
 
-def _cpu_would_fuse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: Any, dropout_p: float, enable_gqa: bool) -> bool:
+def _cpu_would_fuse(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: Any, dropout_p: float, enable_gqa: bool
+) -> bool:
     """Whether the CPU runs its fused (flash) kernel for these arguments, as far as that
     shows in the arguments' metadata (checked against the CPU in the tests)."""
     if _CPU_FLASH is None or not torch.backends.cuda.flash_sdp_enabled():  # the flag the CPU obeys too
@@ -223,16 +231,30 @@ def _cpu_would_fuse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask
 
 
 def sdpa_as_on_cpu(
-    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
 ) -> torch.Tensor:
     """``F.scaled_dot_product_attention``, but on meta through the CPU's fused kernel when
     the CPU would use it, so autograd saves what it saves on a real device (output and
     log-sum-exp, not the ``seq x seq`` attention weights of the math path).  Anything else
     (another device, arguments the fused kernel does not take) calls the function itself."""
     if not (query.is_meta and _cpu_would_fuse(query, key, value, attn_mask, dropout_p, enable_gqa)):
-        return _SDPA(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
-                     scale=scale, enable_gqa=enable_gqa)
+        return _SDPA(
+            query,
+            key,
+            value,
+            attn_mask=attn_mask,
+            dropout_p=dropout_p,
+            is_causal=is_causal,
+            scale=scale,
+            enable_gqa=enable_gqa,
+        )
     if attn_mask is not None and attn_mask.dtype == torch.bool:  # as the CPU does before its kernel
         zero = torch.scalar_tensor(0.0, dtype=query.dtype, device=query.device)
         ninf = torch.scalar_tensor(-float("inf"), dtype=query.dtype, device=query.device)

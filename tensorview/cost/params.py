@@ -33,8 +33,13 @@ import torch
 from torch import nn
 
 __all__ = [
-    "OPTIMIZER_STATES", "ModuleParams", "ParamTotals", "TrainingMemory", "module_params",
-    "param_totals", "training_memory",
+    "OPTIMIZER_STATES",
+    "ModuleParams",
+    "ParamTotals",
+    "TrainingMemory",
+    "module_params",
+    "param_totals",
+    "training_memory",
 ]
 
 
@@ -130,24 +135,33 @@ def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> l
             if outside:
                 shared += p.numel()
                 others.update(outside)
-        rows.append(ModuleParams(
-            path=path,
-            params=sum(p.numel() for p in params),
-            trainable=sum(p.numel() for p in params if p.requires_grad),
-            buffers=sum(b.numel() for b in buffers),
-            param_bytes=sum(_nbytes(p) for p in params),
-            buffer_bytes=sum(_nbytes(b) for b in buffers),
-            shared_params=shared,
-            shared_with=tuple(sorted(others)),
-            repeat=key in seen_modules,
-        ))
+        rows.append(
+            ModuleParams(
+                path=path,
+                params=sum(p.numel() for p in params),
+                trainable=sum(p.numel() for p in params if p.requires_grad),
+                buffers=sum(b.numel() for b in buffers),
+                param_bytes=sum(_nbytes(p) for p in params),
+                buffer_bytes=sum(_nbytes(b) for b in buffers),
+                shared_params=shared,
+                shared_with=tuple(sorted(others)),
+                repeat=key in seen_modules,
+            )
+        )
         seen_modules.add(key)
     return rows
 
 
 #: optimizer state tensors per trainable parameter
 OPTIMIZER_STATES: dict[str, int] = {
-    "adam": 2, "adamw": 2, "sgd": 0, "sgd_momentum": 1, "momentum": 1, "rmsprop": 1, "adagrad": 1, "none": 0,
+    "adam": 2,
+    "adamw": 2,
+    "sgd": 0,
+    "sgd_momentum": 1,
+    "momentum": 1,
+    "rmsprop": 1,
+    "adagrad": 1,
+    "none": 0,
 }
 
 
@@ -173,7 +187,10 @@ class TrainingMemory:
 
 
 def training_memory(
-    model: nn.Module, *, activation_bytes: int = 0, optimizer: str | int = "adam",
+    model: nn.Module,
+    *,
+    activation_bytes: int = 0,
+    optimizer: str | int = "adam",
     state_dtype: torch.dtype | None = None,
 ) -> TrainingMemory:
     """Parameters + buffers + gradients (trainable parameters) + optimizer state +
@@ -186,7 +203,9 @@ def training_memory(
         try:
             states = OPTIMIZER_STATES[optimizer.lower()]
         except KeyError:
-            raise ValueError(f"unknown optimizer {optimizer!r}; one of {sorted(OPTIMIZER_STATES)} or a number") from None
+            raise ValueError(
+                f"unknown optimizer {optimizer!r}; one of {sorted(OPTIMIZER_STATES)} or a number"
+            ) from None
         name = optimizer.lower()
     else:
         states, name = int(optimizer), f"{int(optimizer)} states"
@@ -197,9 +216,8 @@ def training_memory(
         params=sum(_nbytes(p) for p in params),
         buffers=sum(_nbytes(b) for b in model.buffers()),
         grads=sum(_nbytes(p) for p in trainable),
-        optimizer_state=states * sum(
-            p.numel() * (p.element_size() if state_size is None else state_size) for p in trainable
-        ),
+        optimizer_state=states
+        * sum(p.numel() * (p.element_size() if state_size is None else state_size) for p in trainable),
         activations=int(activation_bytes),
         optimizer=name,
     )

@@ -3,8 +3,9 @@ annotations, listings.  Imports neither torch nor graphviz, so every later stage
 (transform, render) works on plain data."""
 
 from .annotations import AnnotationPass, Annotations, annotate
-from .builder import GraphBuilder, Namespace
+from .builder import GraphBuilder
 from .graph import Graph, ir_of
+from .names import Namespace
 from .nodes import (
     KINDS,
     NODE_TYPES,

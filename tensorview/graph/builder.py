@@ -24,53 +24,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from .graph import Graph
+from .names import Namespace
 from .nodes import FunctionNode, ModuleNode, TensorNode
 
 Shape = tuple[int, ...]
-
-
-class Namespace:
-    """Hands out unique readable names: ``add``, ``add_1``, ``add_2`` (as torch.fx does)."""
-
-    __slots__ = ("_used", "_clean")
-
-    def __init__(self) -> None:
-        self._used: dict[str, int] = {}
-        self._clean: dict[str, str] = {}
-
-    def __call__(self, base: str) -> str:
-        clean = self._clean.get(base)
-        if clean is None:
-            clean = self._clean[base] = _sanitize(base)
-        base = clean
-        n = self._used.get(base)
-        if n is None:
-            self._used[base] = 0
-            return base
-        while True:
-            n += 1
-            candidate = f"{base}_{n}"
-            if candidate not in self._used:
-                self._used[base] = n
-                self._used[candidate] = 0
-                return candidate
-
-
-_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-
-def _sanitize(base: str) -> str:
-    if not base:
-        return "node"
-    if base.isascii() and base.isidentifier():  # the common case, checked in C
-        return base
-    if all(c in _SAFE for c in base):
-        out = base
-    else:
-        out = "".join(c if c in _SAFE else "_" for c in base)
-    if out[0].isdigit():
-        out = "_" + out
-    return out
 
 
 class Call:
@@ -112,9 +69,14 @@ class GraphBuilder:
         k = self._call_counts.get(path, 0)
         self._call_counts[path] = k + 1
         node = ModuleNode(
-            id=len(g.nodes), name=self.names(path.replace(".", "_") if path else "model"), path=path,
-            parent=None if parent is None else parent.id, depth=0 if parent is None else parent.depth + 1,
-            cls_name=cls_name, cls_module=cls_module, call_index=k,
+            id=len(g.nodes),
+            name=self.names(path.replace(".", "_") if path else "model"),
+            path=path,
+            parent=None if parent is None else parent.id,
+            depth=0 if parent is None else parent.depth + 1,
+            cls_name=cls_name,
+            cls_module=cls_module,
+            call_index=k,
         )
         g.nodes.append(node)
         if parent is None:
@@ -133,14 +95,32 @@ class GraphBuilder:
         return fn
 
     def add_tensor(
-        self, base: str, parent: ModuleNode, shape: Shape, dtype: str, device: str, role: str, *,
-        copy_of: int | None = None, source_name: str | None = None, producer: int | None = None,
+        self,
+        base: str,
+        parent: ModuleNode,
+        shape: Shape,
+        dtype: str,
+        device: str,
+        role: str,
+        *,
+        copy_of: int | None = None,
+        source_name: str | None = None,
+        producer: int | None = None,
     ) -> TensorNode:
         """A tensor (version) made inside ``parent``; ``producer``: the op or call that made it."""
         g = self.graph
         node = TensorNode(
-            id=len(g.nodes), name=self.names(base), path=parent.path, parent=parent.id, depth=parent.depth + 1,
-            shape=shape, dtype=dtype, device=device, role=role, copy_of=copy_of, source_name=source_name,
+            id=len(g.nodes),
+            name=self.names(base),
+            path=parent.path,
+            parent=parent.id,
+            depth=parent.depth + 1,
+            shape=shape,
+            dtype=dtype,
+            device=device,
+            role=role,
+            copy_of=copy_of,
+            source_name=source_name,
         )
         g.nodes.append(node)
         if producer is not None:
@@ -184,11 +164,29 @@ class GraphBuilder:
     def top(self) -> ModuleNode:
         return self.stack[-1]
 
-    def tensor(self, name: str, shape: Shape, role: str = "intermediate", *, dtype: str = "float32",
-               copy_of: int | None = None, source_name: str | None = None, parent: ModuleNode | None = None,
-               producer: int | None = None) -> int:
-        t = self.add_tensor(name, parent or self.top, tuple(shape), dtype, "cpu", role,
-                            copy_of=copy_of, source_name=source_name, producer=producer)
+    def tensor(
+        self,
+        name: str,
+        shape: Shape,
+        role: str = "intermediate",
+        *,
+        dtype: str = "float32",
+        copy_of: int | None = None,
+        source_name: str | None = None,
+        parent: ModuleNode | None = None,
+        producer: int | None = None,
+    ) -> int:
+        t = self.add_tensor(
+            name,
+            parent or self.top,
+            tuple(shape),
+            dtype,
+            "cpu",
+            role,
+            copy_of=copy_of,
+            source_name=source_name,
+            producer=producer,
+        )
         return t.id
 
     def input(self, shape: Shape = (1, 4), name: str = "x", dtype: str = "float32") -> int:
@@ -211,8 +209,16 @@ class GraphBuilder:
         return results[0] if results else -1
 
     @contextmanager
-    def module(self, path: str, cls: str, *args: int, builtin: bool = False, cls_module: str | None = None,
-               opaque: bool = False, failed: bool = False) -> Iterator[Call]:
+    def module(
+        self,
+        path: str,
+        cls: str,
+        *args: int,
+        builtin: bool = False,
+        cls_module: str | None = None,
+        opaque: bool = False,
+        failed: bool = False,
+    ) -> Iterator[Call]:
         """Open a call of ``cls`` at ``path`` taking ``args``; on exit its results become its
         outputs (a result made outside the call gets an alias node, as the recorder does).
         ``builtin``: a ``torch.nn`` class (drawn closed with ``hide_module_functions``)."""
@@ -237,8 +243,9 @@ class GraphBuilder:
                     t = self.graph.tensor(r)
                     call.outputs.append(self.tensor(t.name, t.shape, copy_of=r, producer=m.id))
 
-    def leaf(self, path: str, cls: str, *args: int, op: str | None = None, builtin: bool = True,
-             shape: Shape | None = None) -> int:
+    def leaf(
+        self, path: str, cls: str, *args: int, op: str | None = None, builtin: bool = True, shape: Shape | None = None
+    ) -> int:
         """A module call that runs one op on its arguments and returns the result."""
         with self.module(path, cls, *args, builtin=builtin) as c:
             c.returns(self.op(op or cls.lower(), *args, shape=shape))

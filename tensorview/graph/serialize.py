@@ -95,7 +95,8 @@ def envelope(schema: str, version: int, graph: dict[str, Any], **parts: Any) -> 
 
 def to_dict(g: Graph) -> dict[str, Any]:
     return envelope(
-        SCHEMA, SCHEMA_VERSION,
+        SCHEMA,
+        SCHEMA_VERSION,
         {"inputs": list(g.inputs), "outputs": list(g.outputs), "root": g.root, "error": g.error},
         nodes=[node_record(g, n) for n in g.nodes],
         edges=[{"source": s, "target": d, "count": c, "order": o} for s, d, c, o in merged_edges(g)],

@@ -54,8 +54,14 @@ class ViewOptions:
             raise InvalidTypeError(f"depth must be an int, got {self.depth!r}")
         if self.depth < 0:
             raise InvalidInputError(f"depth must be >= 0, got {self.depth!r}")
-        for name in ("expand_nested", "hide_inner_tensors", "hide_module_functions", "roll",
-                     "show_shapes", "show_params"):
+        for name in (
+            "expand_nested",
+            "hide_inner_tensors",
+            "hide_module_functions",
+            "roll",
+            "show_shapes",
+            "show_params",
+        ):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise InvalidTypeError(f"{name} must be True or False, got {value!r}")

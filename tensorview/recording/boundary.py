@@ -27,7 +27,9 @@ _RT = RecorderTensor
 class RootBoundary(ModuleScope):
     _mode: TorchFunctionMode
 
-    def root_call(self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def root_call(
+        self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         first = next(iter(flat_tensors((args, kwargs))), None)
         if self.device is None and first is not None and first.device.type != "cpu":
             self.device = first.device
@@ -89,7 +91,9 @@ class RootBoundary(ModuleScope):
                 if isinstance(v, (_Tensor, list, tuple, dict)):
                     d[k] = strip_in_place(v, is_ours, plain, objects=False)
 
-    def _wrap_inputs(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def _wrap_inputs(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         try:
             bound = inspect.signature(module.forward).bind_partial(*args, **kwargs)
             names = list(bound.arguments)

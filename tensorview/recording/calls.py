@@ -52,7 +52,9 @@ class ModuleScope(OpRecorder):
         cls = type(module)
         return self.builder.add_module(path, cls.__name__, cls.__module__, parent)
 
-    def sub_call(self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def sub_call(
+        self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         path = self.module_path(module)
         with _Disable():
             m = self.new_module(module, path, self.scope())
@@ -75,7 +77,9 @@ class ModuleScope(OpRecorder):
         with _Disable():
             return self.leave(m, out)
 
-    def _enter_args(self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def _enter_args(
+        self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Edges from every tensor argument into the module call; tensors not recorded yet
         (parameters, buffers, constants) become source nodes and enter as RecorderTensors."""
         add_edge = self.builder.add_edge

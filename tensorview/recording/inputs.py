@@ -18,8 +18,17 @@ from .tree import map_tensors
 #: the largest size of one dimension torch can hold
 MAX_DIM = 2**63 - 1
 #: dtypes ``input_size`` can make tensors of besides floating and complex ones (zeros)
-INT_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
-              torch.uint16, torch.uint32, torch.uint64)
+INT_DTYPES = (
+    torch.bool,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.uint16,
+    torch.uint32,
+    torch.uint64,
+)
 
 
 def summary(value: Any) -> str:
@@ -42,8 +51,7 @@ def check_model(model: Any, who: str) -> None:
         cls: type = model
         name = f"nn.{cls.__name__}" if getattr(nn, cls.__name__, None) is cls else cls.__qualname__
         raise InvalidTypeError(
-            f"{who} needs a torch.nn.Module instance, got the class {name}: "
-            f"pass an instance, e.g. {name}(...)"
+            f"{who} needs a torch.nn.Module instance, got the class {name}: pass an instance, e.g. {name}(...)"
         )
     raise InvalidTypeError(f"{who} needs a torch.nn.Module, got {type(model).__name__}: {summary(model)}")
 

@@ -29,8 +29,18 @@ from .optable import storage_owner
 
 _Tensor = torch.Tensor
 _increment_version = torch.autograd.graph.increment_version
-_ATOMS = (int, float, bool, str, type(None), type(Ellipsis), torch.dtype, torch.device,
-          torch.memory_format, torch.layout)
+_ATOMS = (
+    int,
+    float,
+    bool,
+    str,
+    type(None),
+    type(Ellipsis),
+    torch.dtype,
+    torch.device,
+    torch.memory_format,
+    torch.layout,
+)
 _STRIDED = torch.strided
 
 #: key -> template, or MISS when the op's results cannot be replayed

@@ -5,12 +5,36 @@ from __future__ import annotations
 from typing import Any
 
 _INPLACE_DUNDERS = {
-    "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul",
-    "iand", "ior", "ixor", "ilshift", "irshift", "idiv",
+    "iadd",
+    "isub",
+    "imul",
+    "itruediv",
+    "ifloordiv",
+    "imod",
+    "ipow",
+    "imatmul",
+    "iand",
+    "ior",
+    "ixor",
+    "ilshift",
+    "irshift",
+    "idiv",
 }
 _REFLECTED_DUNDERS = {
-    "radd", "rsub", "rmul", "rtruediv", "rfloordiv", "rmod", "rpow", "rmatmul",
-    "rand", "ror", "rxor", "rlshift", "rrshift", "rdiv",
+    "radd",
+    "rsub",
+    "rmul",
+    "rtruediv",
+    "rfloordiv",
+    "rmod",
+    "rpow",
+    "rmatmul",
+    "rand",
+    "ror",
+    "rxor",
+    "rlshift",
+    "rrshift",
+    "rdiv",
 }
 _cache: dict[Any, str] = {}
 

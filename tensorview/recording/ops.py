@@ -252,7 +252,9 @@ class OpRecorder(SessionState):
         index = itertools.count()  # split, chunk, max(dim=...): one result node each, in order
         return map_tensors(out, lambda o: self._wrap_one(o, fn, next(index), ins, mutated))
 
-    def _wrap_one(self, o: torch.Tensor, fn: FunctionNode, i: int, ins: list[torch.Tensor], mutated: dict[int, TensorNode]) -> torch.Tensor:
+    def _wrap_one(
+        self, o: torch.Tensor, fn: FunctionNode, i: int, ins: list[torch.Tensor], mutated: dict[int, TensorNode]
+    ) -> torch.Tensor:
         if id(o) in mutated:  # in-place op returning its argument: the new version
             return o
         for t in ins:

@@ -23,16 +23,41 @@ try:
 except Exception:  # pragma: no cover - older torch
     DEVICE_FACTORIES = frozenset(
         getattr(torch, n)
-        for n in ("zeros", "ones", "full", "empty", "arange", "range", "eye", "linspace", "logspace",
-                  "rand", "randn", "randint", "randperm", "tensor", "as_tensor", "scalar_tensor")
+        for n in (
+            "zeros",
+            "ones",
+            "full",
+            "empty",
+            "arange",
+            "range",
+            "eye",
+            "linspace",
+            "logspace",
+            "rand",
+            "randn",
+            "randint",
+            "randperm",
+            "tensor",
+            "as_tensor",
+            "scalar_tensor",
+        )
         if hasattr(torch, n)
     )
 LIKE_FACTORIES = frozenset(
     f
     for f in (
-        torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like, torch.rand_like,
-        torch.randn_like, torch.randint_like,
-        _Tensor.new_zeros, _Tensor.new_ones, _Tensor.new_full, _Tensor.new_empty, _Tensor.new_tensor,
+        torch.zeros_like,
+        torch.ones_like,
+        torch.full_like,
+        torch.empty_like,
+        torch.rand_like,
+        torch.randn_like,
+        torch.randint_like,
+        _Tensor.new_zeros,
+        _Tensor.new_ones,
+        _Tensor.new_full,
+        _Tensor.new_empty,
+        _Tensor.new_tensor,
     )
 )
 #: factories whose result is data written in the code (``torch.tensor([1, 2])``)
@@ -43,16 +68,62 @@ FACTORIES = DEVICE_FACTORIES | LIKE_FACTORIES
 
 # queries that never produce or mutate tensors: skipped without looking at arguments
 _QUERY_METHODS = (
-    "size", "dim", "numel", "stride", "element_size", "is_contiguous", "is_floating_point",
-    "is_complex", "data_ptr", "__len__", "__bool__", "__int__", "__float__", "__index__",
-    "item", "tolist", "__format__", "__repr__", "__hash__", "storage_offset", "get_device",
-    "nelement", "ndimension", "__contains__", "__reduce_ex__", "__deepcopy__",
-    "untyped_storage", "is_set_to", "is_inference", "__array__", "numpy", "__str__",
+    "size",
+    "dim",
+    "numel",
+    "stride",
+    "element_size",
+    "is_contiguous",
+    "is_floating_point",
+    "is_complex",
+    "data_ptr",
+    "__len__",
+    "__bool__",
+    "__int__",
+    "__float__",
+    "__index__",
+    "item",
+    "tolist",
+    "__format__",
+    "__repr__",
+    "__hash__",
+    "storage_offset",
+    "get_device",
+    "nelement",
+    "ndimension",
+    "__contains__",
+    "__reduce_ex__",
+    "__deepcopy__",
+    "untyped_storage",
+    "is_set_to",
+    "is_inference",
+    "__array__",
+    "numpy",
+    "__str__",
 )
 _QUERY_PROPERTIES = (
-    "shape", "ndim", "dtype", "device", "is_cuda", "is_sparse", "requires_grad", "is_leaf",
-    "layout", "_version", "_base", "grad_fn", "is_meta", "is_quantized", "is_nested", "grad",
-    "names", "is_mps", "is_cpu", "itemsize", "nbytes", "_cdata",
+    "shape",
+    "ndim",
+    "dtype",
+    "device",
+    "is_cuda",
+    "is_sparse",
+    "requires_grad",
+    "is_leaf",
+    "layout",
+    "_version",
+    "_base",
+    "grad_fn",
+    "is_meta",
+    "is_quantized",
+    "is_nested",
+    "grad",
+    "names",
+    "is_mps",
+    "is_cpu",
+    "itemsize",
+    "nbytes",
+    "_cdata",
 )
 QUERIES = frozenset(
     [getattr(_Tensor, n) for n in _QUERY_METHODS if hasattr(_Tensor, n)]

@@ -87,9 +87,7 @@ class BaseRecorder(Generic[R]):
     def ir(self) -> Graph:
         """The recorded IR ``Graph``."""
         if self._session is None or self._session.graph.root is None:
-            raise TensorviewError(
-                "nothing was recorded: call the model inside the `with Recorder(model)` block"
-            )
+            raise TensorviewError("nothing was recorded: call the model inside the `with Recorder(model)` block")
         return self._session.graph
 
     @property

@@ -45,7 +45,9 @@ class Session(RootBoundary):
         super().__init__(model, device=device, meta_replay=meta_replay, probes=probes)
         self._mode = _Mode(self)
 
-    def call_module(self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call_module(
+        self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         """The patched ``nn.Module.__call__`` of the recording thread lands here."""
         if threading.get_ident() != self.thread:
             return call(module, *args, **kwargs)

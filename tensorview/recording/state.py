@@ -68,13 +68,27 @@ class SessionState:
         return self.stack[-1].node
 
     def new_tensor(
-        self, t: torch.Tensor, base: str, role: str, scope: ModuleNode, *,
-        copy_of: int | None = None, source_name: str | None = None, producer: int | None = None,
+        self,
+        t: torch.Tensor,
+        base: str,
+        role: str,
+        scope: ModuleNode,
+        *,
+        copy_of: int | None = None,
+        source_name: str | None = None,
+        producer: int | None = None,
     ) -> TensorNode:
         """A node for (this version of) ``t``, made inside ``scope``."""
         return self.builder.add_tensor(
-            base, scope, shape_of(t), dtype_name(t.dtype), device_name(t.device), role,
-            copy_of=copy_of, source_name=source_name, producer=producer,
+            base,
+            scope,
+            shape_of(t),
+            dtype_name(t.dtype),
+            device_name(t.device),
+            role,
+            copy_of=copy_of,
+            source_name=source_name,
+            producer=producer,
         )
 
 

@@ -87,7 +87,9 @@ def strip_in_place(obj: Any, is_ours: Callable[[Any], bool], fix: Callable[[Any]
     return _strip(obj, is_ours, fix, objects, set(), 0)
 
 
-def _strip(obj: Any, is_ours: Callable[[Any], bool], fix: Callable[[Any], Any], objects: bool, seen: set[int], depth: int) -> Any:
+def _strip(
+    obj: Any, is_ours: Callable[[Any], bool], fix: Callable[[Any], Any], objects: bool, seen: set[int], depth: int
+) -> Any:
     """Returns a replacement for ``obj`` (or ``obj`` itself when fixed in place)."""
     if isinstance(obj, _Tensor):
         return fix(obj) if is_ours(obj) else obj

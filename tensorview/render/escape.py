@@ -26,10 +26,20 @@ _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uf
 #: a quoted string is split over continuation lines every this many characters
 _CHUNK = 2000
 #: attributes whose text Graphviz escapes itself when it writes SVG
-_TEXT_ATTRS = frozenset({
-    "label", "xlabel", "headlabel", "taillabel", "tooltip", "labeltooltip", "edgetooltip",
-    "headtooltip", "tailtooltip", "comment",
-})
+_TEXT_ATTRS = frozenset(
+    {
+        "label",
+        "xlabel",
+        "headlabel",
+        "taillabel",
+        "tooltip",
+        "labeltooltip",
+        "edgetooltip",
+        "headtooltip",
+        "tailtooltip",
+        "comment",
+    }
+)
 #: in URL attributes these are percent-encoded; in the other non-text attributes (fontname,
 #: colours: Graphviz 2.43 writes them into SVG verbatim) they are replaced by ``_``
 _URL_UNSAFE = str.maketrans({'"': "%22", "<": "%3C", ">": "%3E"})

@@ -31,9 +31,12 @@ class JsonRenderer(Renderer):
     def begin_graph(self, view: View) -> None:
         options = {**dataclasses.asdict(view.options), **dataclasses.asdict(self.options)}
         self._data = envelope(
-            SCHEMA, SCHEMA_VERSION,
+            SCHEMA,
+            SCHEMA_VERSION,
             {"name": self.options.graph_name, "options": options, "folded": view.folded, "error": view.graph.error},
-            clusters=[], nodes=[], edges=[],
+            clusters=[],
+            nodes=[],
+            edges=[],
         )
 
     def render_node(self, node: ViewNode) -> None:
@@ -66,7 +69,13 @@ class JsonRenderer(Renderer):
 
     def begin_module(self, cluster: Cluster) -> None:
         self._data["clusters"].append(
-            {"id": cluster.id, "label": cluster.label, "path": cluster.ir.path, "parent": cluster.parent, "order": cluster.order}
+            {
+                "id": cluster.id,
+                "label": cluster.label,
+                "path": cluster.ir.path,
+                "parent": cluster.parent,
+                "order": cluster.order,
+            }
         )
 
     def render_edge(self, src: ViewNode, dst: ViewNode, count: int) -> None:

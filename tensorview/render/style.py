@@ -18,7 +18,13 @@ class GraphvizStyler:
     label text.
     """
 
-    node_attr: dict[str, str] = {"shape": "box", "style": "filled", "fontsize": "10", "margin": "0.1,0.05", "height": "0.3"}
+    node_attr: dict[str, str] = {
+        "shape": "box",
+        "style": "filled",
+        "fontsize": "10",
+        "margin": "0.1,0.05",
+        "height": "0.3",
+    }
     edge_attr: dict[str, str] = {"fontsize": "9", "arrowsize": "0.7"}
     colors: dict[str, str] = {
         "tensor": "lightyellow",

@@ -87,7 +87,5 @@ def _is_index(i: Any) -> bool:
 
 def _iterable(what: str, value: Any, one: str) -> Iterable[Any]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise InvalidTypeError(
-            f"{what} must be {one} or a list of them, got {type(value).__name__}: {value!r:.80}"
-        )
+        raise InvalidTypeError(f"{what} must be {one} or a list of them, got {type(value).__name__}: {value!r:.80}")
     return value

@@ -244,7 +244,8 @@ def file_name(path: str) -> str:
     name = path or "model"
     if not all(c.isprintable() and c not in _UNSAFE_IN_FILE_NAMES for c in name):
         name = "".join(
-            c if c.isprintable() and c not in _UNSAFE_IN_FILE_NAMES
+            c
+            if c.isprintable() and c not in _UNSAFE_IN_FILE_NAMES
             else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
             for c in name
         )

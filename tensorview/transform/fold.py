@@ -77,13 +77,17 @@ def runs(g: Graph, kids: list[int]) -> list[tuple[list[int], int]]:
             best, best_len = 0, 0
             for p in range(1, MAX_PERIOD + 1):
                 j = i + p
-                while j < len(segment) and same_call(g, segment[j - p], segment[j]) and fed_by(g, segment[j - 1], segment[j]):
+                while (
+                    j < len(segment)
+                    and same_call(g, segment[j - p], segment[j])
+                    and fed_by(g, segment[j - 1], segment[j])
+                ):
                     j += 1
                 covered = (j - i) // p * p
                 if covered >= 2 * p and covered > best_len:
                     best, best_len = p, covered
             if best:
-                out.append(([m.id for m in segment[i:i + best_len]], best))
+                out.append(([m.id for m in segment[i : i + best_len]], best))
                 i += best_len
             else:
                 i += 1
