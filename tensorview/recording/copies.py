@@ -14,14 +14,12 @@ where the forward updates them.
 from __future__ import annotations
 
 import copy
-from collections import OrderedDict
 from typing import Any
 
 import torch
 from torch import nn
 
 from .optable import MODULE_ATTRS
-
 
 #: the hook registries of a module (dicts keyed by handle id)
 _HOOK_DICTS = tuple(k for k, v in nn.Module().__dict__.items() if "hook" in k and isinstance(v, dict))
@@ -55,8 +53,8 @@ def _copy(m: nn.Module, memo: dict[int, nn.Module]) -> nn.Module:
     d["_buffers"] = dict(m._buffers)
     for k in _HOOK_DICTS:  # hooks registered on the copy stay on the copy
         v = d.get(k)
-        if v is not None:
-            d[k] = type(v)(v) if type(v) in (dict, OrderedDict) else copy.copy(v)
+        if isinstance(v, dict):
+            d[k] = v.copy()
     d["_modules"] = {k: (None if v is None else _copy(v, memo)) for k, v in m._modules.items()}
     for k in d.keys() - MODULE_ATTRS:
         d[k] = _swap(d[k], memo, 0)
