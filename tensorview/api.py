@@ -17,7 +17,7 @@ from .graph import Graph, ViewOptions, ir_of
 from .recording import BaseRecorder, Probe
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
 from .recording.placement import as_device, model_device, placed, training_mode
-from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph
+from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
 from .transform import build_view
 
 MODES = ("eval", "train", "same")
@@ -89,6 +89,7 @@ def draw_graph(
     save_graph: bool = False,
     filename: str | None = None,
     directory: str = ".",
+    style: str | None = None,
     **forward_kwargs: Any,
 ) -> ComputationGraph:
     """Record one forward pass of ``model`` and return a drawable ``ComputationGraph``.
@@ -106,8 +107,11 @@ def draw_graph(
     never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
     ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
     The view options have torchview's meanings; change them later with ``graph.view(...)``.
+    ``style`` picks a named look: ``"paper"`` (figures: serif, grayscale-safe, thin lines),
+    ``"dark"`` (dark notebooks) or ``"default"``.
     """
     check_model(model, "draw_graph")
+    styler = styler_for(style) if style is not None else None
     if forward_kwargs:
         check_forward_kwargs(model, forward_kwargs, _OPTION_NAMES)
     if mode not in MODES:
@@ -131,6 +135,8 @@ def draw_graph(
         with Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
             runnable(*args, **kwargs)
     graph = rec.graph
+    if styler is not None:
+        graph = graph.view(styler=styler)
     if save_graph:
         graph.save(_save_path(directory, filename, graph_name))
     return graph
