@@ -15,6 +15,7 @@ import tensorview
 
 from ..api import draw_graph
 from ..drawing import ComputationGraph
+from ..recording.placement import as_device
 from ..render import find_dot, is_big
 from ..render.executable import INSTALL_HINT
 from ..render.formats import Format, format_for
@@ -41,6 +42,7 @@ def request_of(ns: argparse.Namespace) -> Request:
 
 
 def build_target(ns: argparse.Namespace, progress: Progress) -> Target:
+    as_device(ns.device)  # an unknown or absent device is a usage error, before anything is built
     request = request_of(ns)
     with progress.step(f"building {ns.target} on {ns.device}") as result:
         target = build(request)

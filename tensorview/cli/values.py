@@ -149,7 +149,15 @@ def depth(text: str) -> int:
     return int(text)
 
 
-FOLD_VALUES: dict[str, bool | str] = {"auto": "auto", "true": True, "false": False, "yes": True, "no": False, "on": True, "off": False}
+FOLD_VALUES: dict[str, bool | str] = {
+    "auto": "auto",
+    "true": True,
+    "false": False,
+    "yes": True,
+    "no": False,
+    "on": True,
+    "off": False,
+}
 
 
 def fold(text: str) -> bool | str:
