@@ -13,10 +13,11 @@ class Namespace:
         self._clean: dict[str, str] = {}
 
     def __call__(self, base: str) -> str:
-        clean = self._clean.get(base)
-        if clean is None:
-            clean = self._clean[base] = _sanitize(base)
-        base = clean
+        if not (base.isascii() and base.isidentifier()):  # checked in C; most names pass
+            clean = self._clean.get(base)
+            if clean is None:
+                clean = self._clean[base] = _sanitize(base)
+            base = clean
         n = self._used.get(base)
         if n is None:
             self._used[base] = 0
