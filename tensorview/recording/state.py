@@ -42,6 +42,8 @@ class SessionState:
         self.meta_hits = 0
         self.device = torch.device(device) if device is not None else None
         self.builder = GraphBuilder()
+        #: one tuple object per distinct shape (nodes share them)
+        self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
         self.graph = self.builder.graph
         self.thread = threading.get_ident()
         self.running = False  # inside the root call
@@ -72,10 +74,12 @@ class SessionState:
         producer: int | None = None,
     ) -> TensorNode:
         """A node for (this version of) ``t``, made inside ``scope``."""
+        shape = shape_of(t)
+        shape = self.shapes.setdefault(shape, shape)
         return self.builder.add_tensor(
             base,
             scope,
-            shape_of(t),
+            shape,
             dtype_name(t.dtype),
             device_name(t.device),
             role,
