@@ -175,6 +175,15 @@ def densenet201() -> tuple[nn.Module, dict[str, Any]]:
     return model.eval(), {"x": torch.zeros(1, 3, 64, 64, device=META)}
 
 
+def _replica(name: str) -> Callable[[], tuple[nn.Module, dict[str, Any]]]:
+    def build() -> tuple[nn.Module, dict[str, Any]]:
+        import replicas  # bench/replicas.py: torchvision-free copies of torchvision models
+
+        return getattr(replicas, name)()
+
+    return build
+
+
 CASES = [
     Case("llama3-70b (80 layers)", _transformer("llama", **LLAMA3_70B), repeats=3),
     Case("gpt2 (124M)", _transformer("gpt2")),
@@ -185,6 +194,8 @@ CASES = [
         _transformer("mixtral", build_kwargs=dict(experts_implementation="batched_mm"), **MIXTRAL),
     ),
     Case("densenet201-like", densenet201),
+    Case("densenet201 (torchvision layout)", _replica("densenet201")),
+    Case("raft_small (torchvision layout)", _replica("raft_small")),
     Case("mlp 10k ops (cpu)", deep_mlp(10_000), repeats=3, device="cpu"),
     Case("mlp 100k ops (cpu)", deep_mlp(100_000), repeats=2, device="cpu"),
 ]
