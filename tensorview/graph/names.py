@@ -37,8 +37,11 @@ _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 def _sanitize(base: str) -> str:
     if not base:
         return "node"
-    if base.isascii() and base.isidentifier():  # the common case, checked in C
-        return base
+    if base.isascii():  # the common cases, checked in C
+        if base.isidentifier():
+            return base
+        if ("_" + base).isidentifier():  # a module path such as "0" or "0_weight"
+            return "_" + base
     if all(c in _SAFE for c in base):
         out = base
     else:
