@@ -95,6 +95,13 @@ def densenet201() -> tuple[nn.Module, dict[str, Any]]:
     return model.eval(), {"x": torch.zeros(1, 3, 224, 224, device=META)}
 
 
+def densenet121_cpu() -> tuple[nn.Module, dict[str, Any]]:
+    """densenet121 (blocks 6/12/24/16) with real weights on the CPU, a 64x64 image: the CNN
+    whose recording overhead per op is measured against its plain forward."""
+    torch.manual_seed(0)
+    return DenseNet(blocks=(6, 12, 24, 16)).eval(), {"x": torch.randn(1, 3, 64, 64)}
+
+
 # -- raft_small -----------------------------------------------------------------------------
 def conv_norm_act(cin: int, cout: int, k: int, stride: int = 1, norm: Any = None, act: bool = True) -> nn.Sequential:
     """torchvision.ops.Conv2dNormActivation: conv, optional norm, optional ReLU."""
