@@ -468,6 +468,21 @@ def machine() -> str:
     )
 
 
+def profile_section() -> str:
+    """Where recording time goes on CPU tensors, now and before the work on it (issue 12)."""
+    now = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "profile_recording.py")], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    before = (ROOT / "bench" / "profile_before.txt").read_text().strip()
+    return (
+        "\n## Where recording time goes (bench/profile_recording.py)\n\n"
+        "The deep MLP (Linear, ReLU) on CPU tensors; overhead is the minimum CPU time over repeats, "
+        "the table cProfile's top entries by own time.\n\n"
+        f"Now:\n\n```\n{now}\n```\n\nBefore (the tree of the first landing, bench/profile_before.txt):\n\n"
+        f"```\n{before}\n```\n"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write-docs", action="store_true", help="write the result to docs/benchmarks.md")
@@ -512,8 +527,12 @@ def main() -> None:
             "- **plain**: the model's forward without recording; **Recorder**: `with Recorder(model): "
             "model(**x)`, record only; **tv draw_graph**: `draw_graph(...)` + `.source` (record, default view, "
             "DOT text); **torchview**: `torchview.draw_graph(...)` with its defaults + `visual_graph.source`.\n"
-            "- **dot -Tsvg**: Graphviz layout of tensorview's default view (one run, cut off at "
-            f"{DOT_TIMEOUT_S:.0f} s).\n"
+            "- **dot -Tsvg**: CPU seconds of Graphviz laying out tensorview's default view (one run, cut off "
+            f"at {DOT_TIMEOUT_S:.0f} s); **torchlens**: `torchlens.trace(model, x)` with its defaults (CPU "
+            "models only: it refuses meta tensors); **us/op**: (Recorder - plain) / ops, the recording overhead "
+            "per recorded op.\n"
+            "- densenet201 and raft_small with torchvision's layout are torchvision-free replicas "
+            "(bench/replicas.py): same module tree and control flow.\n"
             "- Transformers models are full-size configs built on meta with inputs on meta (sequence length "
             "128, 32 decoder tokens for T5); the MLPs run on the CPU with 4x4 layers, because a meta op costs "
             "~350 us of dispatch here and would hide the recording overhead.\n"
@@ -522,8 +541,9 @@ def main() -> None:
             "(docs/recording.md, `meta_replay`); torchview and the plain forward run every kernel.\n\n"
             f"Machine: {machine()}.  Total run time {total:.0f} s.\n\n"
             + md_table(cells)
-            + "\n## Targets (issue 4)\n\n"
+            + "\n## Targets\n\n"
             + "".join(f"- {'**pass**' if ok else '**FAIL**'}: {name}: {detail}\n" for name, ok, detail in results)
+            + profile_section()
         )
         print(f"wrote {doc.relative_to(ROOT)}")
 
