@@ -13,7 +13,6 @@ from torch.fx.passes.shape_prop import ShapeProp
 from torch.utils import _pytree as pytree
 
 from ..errors import InvalidInputError, RecordingError
-from ..recording.inputs import summary
 from .meta import Dims
 
 
@@ -121,4 +120,4 @@ def require_inputs(missing: list[Node]) -> InvalidInputError:
     )
 
 
-__all__ = ["check_inputs", "propagate", "require_inputs", "summary"]
+__all__ = ["check_inputs", "propagate", "require_inputs"]
