@@ -85,6 +85,7 @@ def draw_graph(
     show_shapes: bool = True,
     show_params: bool = False,
     fold: bool | Literal["auto"] = "auto",
+    open_folds: bool | int = False,
     graph_dir: str = "TB",
     graph_name: str = "model",
     save_graph: bool = False,
@@ -135,6 +136,7 @@ def draw_graph(
         show_shapes=show_shapes,
         show_params=show_params,
         fold=fold,
+        open_folds=open_folds,
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
     if program:
