@@ -14,6 +14,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from .calls import ModuleScope
+from .compiled import EAGER_STANCE
 from .optable import MODULE_ATTRS
 from .state import Frame
 from .tensor import RecorderTensor
@@ -42,6 +43,7 @@ class RootBoundary(ModuleScope):
         self.running = True
         if self.probes is not None:
             self.probes.start(root, module)
+        EAGER_STANCE.acquire()  # torch.compile'd code inside runs eagerly (compiled.py)
         self._mode.__enter__()
         try:
             with _Disable():
@@ -60,6 +62,7 @@ class RootBoundary(ModuleScope):
             raise
         finally:
             self._mode.__exit__(None, None, None)
+            EAGER_STANCE.release()
             if self.probes is not None:
                 self.probes.stop()
                 for name, values in self.probes.layers().items():

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from ..errors import InvalidInputError
+from .compiled import rebind_compiled_methods
 from .inputs import summary
 from .optable import MODULE_ATTRS
 from .tree import strip_in_place
@@ -53,6 +54,7 @@ def placed(model: nn.Module, device: torch.device | None) -> Iterator[nn.Module]
             f"cannot record {type(model).__name__} on {device}: the model could not be copied "
             f"({type(e).__name__}: {e}); move the model to {device} yourself, or pass device=None"
         ) from e
+    rebind_compiled_methods(model, clone)  # m.forward = torch.compile(m.forward): run the copy
     # plain tensor attributes (not parameters or buffers) were deep-copied where they
     # were; on the copy, move them too, so `x * self.mask` works on the device
     for m in clone.modules():

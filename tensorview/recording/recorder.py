@@ -10,6 +10,7 @@ from torch import nn
 
 from ..errors import InvalidTypeError, RecordingError, TensorviewError
 from ..graph import Graph
+from .compiled import dynamo_disabled
 from .inputs import check_model
 from .patch import SharedPatch
 from .probes import Probe
@@ -32,9 +33,19 @@ def _make_call(original: Callable[..., Any]) -> Callable[..., Any]:
     return __call__
 
 
+def _make_call_not_traced(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The wrapper, behind ``torch._dynamo.disable`` when Dynamo is loaded (compiled.py)."""
+    wrapper = _make_call(original)
+    disabled = dynamo_disabled(wrapper)
+    if disabled is not wrapper:
+        disabled.__wrapped__ = original  # type: ignore[attr-defined]
+        disabled.__tensorview__ = True  # type: ignore[attr-defined]
+    return disabled
+
+
 #: ``nn.Module.__call__`` is patched once for all recorders of the process; the wrapper
 #: only acts in a thread that is recording
-MODULE_CALL = SharedPatch(nn.Module, "__call__", _make_call)
+MODULE_CALL = SharedPatch(nn.Module, "__call__", _make_call_not_traced)
 
 
 class BaseRecorder(Generic[R]):

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from ..graph import GraphBuilder, ModuleNode, TensorNode
+from .compiled import named_modules, named_tensors, unwrap
 from .optable import BUFFER_ROLE, PARAM_ROLE, device_name, dtype_name, shape_of, version
 from .probes import Probe, Probes
 from .tensor import RecorderTensor
@@ -31,7 +32,8 @@ class SessionState:
     def __init__(
         self, model: nn.Module, *, device: Any = None, meta_replay: bool = True, probes: Sequence[Probe] = ()
     ) -> None:
-        self.model = model
+        #: the model recorded: a ``torch.compile`` wrapper stands for the module it wraps
+        self.model = model = unwrap(model)
         #: (op, argument metadata) -> how to replay its results on meta (see metacache.py)
         self.meta_cache: dict[Any, Any] | None = {} if meta_replay else None
         #: the probes recording extra facts (probes.py); None without any, to keep ops fast
@@ -50,12 +52,10 @@ class SessionState:
         self.failure: tuple[str, str] | None = None  # (module path, op) where the forward raised
         self.module_names: dict[int, str] = {}
         self.param_names: dict[int, tuple[str, str]] = {}
-        for name, m in model.named_modules(remove_duplicate=False):
+        for name, m in named_modules(model):  # paths as in eager (no compile wrappers)
             self.module_names.setdefault(id(m), name)
-        for name, p in model.named_parameters(remove_duplicate=False):
-            self.param_names.setdefault(id(p), (name, PARAM_ROLE))
-        for name, b in model.named_buffers(remove_duplicate=False):
-            self.param_names.setdefault(id(b), (name, BUFFER_ROLE))
+        for name, t, is_param in named_tensors(model):
+            self.param_names.setdefault(id(t), (name, PARAM_ROLE if is_param else BUFFER_ROLE))
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
         # (parameters, buffers, constants, foreign subclasses); the strong reference keeps
         # the id valid for the session's life only
