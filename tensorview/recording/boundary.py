@@ -15,6 +15,7 @@ from torch.overrides import TorchFunctionMode
 
 from .calls import ModuleScope
 from .compiled import EAGER_STANCE
+from .inference import InferenceWrites
 from .optable import MODULE_ATTRS
 from .state import Frame
 from .tensor import RecorderTensor
@@ -46,6 +47,9 @@ class RootBoundary(ModuleScope):
         EAGER_STANCE.acquire()  # torch.compile'd code inside runs eagerly (compiled.py)
         self._mode.__enter__()
         try:
+            if torch.is_inference_mode_enabled() or (first is not None and first.is_inference()):
+                self.writes = InferenceWrites()  # no version counters: catch writes (inference.py)
+                self.writes.push()
             with _Disable():
                 args, kwargs = self._wrap_inputs(module, args, kwargs)
             out = call(module, *args, **kwargs)
@@ -74,6 +78,9 @@ class RootBoundary(ModuleScope):
             self.stack.clear()
             self.sources.clear()
             self.mutations.clear()
+            if self.writes is not None:
+                self.writes.close()
+                self.writes = None
         return out
 
     def _strip_escaped(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
+from .inference import storage_id
 from .metacache import MISS, key_of, replay, template_of
 from .names import op_name
 from .optable import (
@@ -106,12 +107,20 @@ class OpRecorder(SessionState):
 
     def _after_foreign_mutation(self, t: torch.Tensor, node: TensorNode) -> TensorNode:
         """``t`` changed through another view: a new version produced by the op that did it."""
-        hit = self.mutations.get(id(storage_owner(t)))
+        hit = self.mutations.get(self._storage_key(t)[0])
         if hit is None:  # mutated where we could not see (inside an opaque module): keep the node
             return node
         fn = self.graph.nodes[hit[1]]
         scope = self.graph.module(fn.parent) if fn.parent is not None else self.scope()
         return self.new_tensor(t, fn.name + "_out", "intermediate", scope, producer=fn.id)
+
+    def _storage_key(self, t: torch.Tensor) -> tuple[int, Any]:
+        """(key, object keeping the key valid) of ``t``'s storage: the tensor owning it, or
+        for inference tensors (no ``_base``) the storage's id (inference.py)."""
+        if self.writes is not None and t.is_inference():
+            return storage_id(t) or 0, None
+        owner = storage_owner(t)
+        return id(owner), owner
 
     # -- calls --------------------------------------------------------------------------------
     def _factory(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -151,6 +160,11 @@ class OpRecorder(SessionState):
             scope = self.scope()
             in_nodes = [self.node_of(t) for t in ins]
             fn = self.builder.add_function(op_name(func), scope, [n.id for n in in_nodes])
+        writes = self.writes  # inference tensors met: the op's writes are caught by schema
+        if writes is not None and writes.on_stack:
+            writes = None  # already catching for the whole root call
+        if writes is not None:
+            writes.catcher.__enter__()
         try:
             if foreign:
                 out = self._run(self._call_foreign, func, args, kwargs, fn)
@@ -164,6 +178,9 @@ class OpRecorder(SessionState):
             if self.failure is None:
                 self.failure = (scope.path, fn.name)
             raise
+        finally:
+            if writes is not None:
+                writes.catcher.__exit__(None, None, None)
         with _Disable():
             return self._after_op(out, fn, ins, scope)
 
@@ -245,8 +262,8 @@ class OpRecorder(SessionState):
                 else:
                     sources[id(t)] = [t, new, v]
                 mutated[id(t)] = new
-                key = storage_owner(t)
-                self.mutations[id(key)] = (key, fid)
+                key, owner = self._storage_key(t)
+                self.mutations[key] = (owner, fid)
         if isinstance(out, _Tensor):
             return self._wrap_one(out, fn, 0, ins, mutated)
         index = itertools.count()  # split, chunk, max(dim=...): one result node each, in order

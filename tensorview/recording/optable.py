@@ -9,9 +9,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from .inference import ACTIVE as _INFERENCE
+from .inference import bump_inference, inference_version
 from .tensor import RecorderTensor
 
 _Tensor = torch.Tensor
+_increment_version = torch.autograd.graph.increment_version
 #: types whose instances the recorder may re-wrap as plain ``RecorderTensor`` aliases
 PLAIN_TYPES = (torch.Tensor, RecorderTensor, nn.Parameter)
 
@@ -157,10 +160,22 @@ def device_name(dev: Any) -> str:
 
 
 def version(t: torch.Tensor) -> int:
+    """``t``'s version counter; for an inference tensor, which has none, the writes the
+    recording saw to its storage (inference.py)."""
+    if _INFERENCE[0] and t.is_inference():  # only while a recording meets inference tensors
+        return inference_version(t)
     try:
         return t._version
-    except RuntimeError:  # inference tensors keep no version counter
-        return -1
+    except RuntimeError:  # an inference tensor, the first one the recording meets
+        return inference_version(t)
+
+
+def bump_version(t: torch.Tensor) -> None:
+    """Count one more write to ``t`` (as an in-place op would)."""
+    if t.is_inference():
+        bump_inference(t)
+    else:
+        _increment_version(t)
 
 
 def shape_of(t: torch.Tensor) -> tuple[int, ...]:

@@ -15,6 +15,7 @@ from torch import nn
 
 from ..graph import GraphBuilder, ModuleNode, TensorNode
 from .compiled import named_modules, named_tensors, unwrap
+from .inference import InferenceWrites
 from .optable import BUFFER_ROLE, PARAM_ROLE, device_name, dtype_name, shape_of, version
 from .probes import Probe, Probes
 from .tensor import RecorderTensor
@@ -61,7 +62,9 @@ class SessionState:
         # the id valid for the session's life only
         self.sources: dict[int, list[Any]] = {}
         # last op that mutated a storage: id(storage owner) -> (owner, function node id)
-        self.mutations: dict[int, tuple[torch.Tensor, int]] = {}
+        self.mutations: dict[int, tuple[Any, int]] = {}
+        #: writes per storage, once the recording meets inference tensors (inference.py)
+        self.writes: InferenceWrites | None = None
 
     def scope(self) -> ModuleNode:
         """The module call now executing."""
