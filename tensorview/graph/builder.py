@@ -91,7 +91,7 @@ class GraphBuilder:
         )
         g.nodes.append(fn)
         fid = fn.id
-        g.edges.extend([(i, fid) for i in inputs])
+        g.edges.add_into(inputs, fid)
         return fn
 
     def add_tensor(
@@ -124,18 +124,18 @@ class GraphBuilder:
         )
         g.nodes.append(node)
         if producer is not None:
-            g.edges.append((producer, node.id))
+            g.edges.add(producer, node.id)
         return node
 
     def add_edge(self, src: int, dst: int) -> None:
-        self.graph.edges.append((src, dst))
+        self.graph.edges.add(src, dst)
 
     def add_input(self, t: TensorNode) -> None:
         """``t`` is an argument of the root call (in argument order)."""
         g = self.graph
         g.inputs.append(t.id)
         if g.root is not None:
-            g.edges.append((t.id, g.root))
+            g.edges.add(t.id, g.root)
 
     def mark_output(self, t: TensorNode) -> None:
         """``t`` is returned by the root call (listed once, in return order)."""
@@ -154,6 +154,12 @@ class GraphBuilder:
         m.failed = True
         if m.end < 0:
             m.end = len(self.graph.nodes)
+
+    def close(self) -> None:
+        """No more nodes will be added: free the name table (a recorded graph keeps no
+        builder state alive)."""
+        self.names = Namespace()
+        self._call_counts = {}
 
     @property
     def next_id(self) -> int:

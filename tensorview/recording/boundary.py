@@ -81,6 +81,11 @@ class RootBoundary(ModuleScope):
             if self.writes is not None:
                 self.writes.close()
                 self.writes = None
+            # what only recording needed: a kept Recorder holds the graph and little else
+            self.module_names.clear()
+            self.param_names.clear()
+            self.shapes.clear()
+            self.builder.close()
         return out
 
     def _strip_escaped(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

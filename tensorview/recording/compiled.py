@@ -11,7 +11,7 @@ while a root call is recorded:
   time too, its compiled cache is untouched);
 * a ``torch.compile(module)`` wrapper (``OptimizedModule``) is transparent: it gets no
   ModuleNode, the module it wraps is recorded in its place, and module and parameter paths
-  leave out its ``_orig_mod.`` (``named_modules``), so the graph equals the eager one;
+  leave out its ``_orig_mod.`` (``state.model_names``), so the graph equals the eager one;
 * the patched ``nn.Module.__call__`` is wrapped in ``torch._dynamo.disable`` when Dynamo
   is loaded (``dynamo_disabled``): a compiled caller graph-breaks into it instead of
   tracing it.
@@ -64,18 +64,6 @@ def named_modules(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
                 yield from walk(child, f"{prefix}.{name}" if prefix else name)
 
     yield from walk(model, "")
-
-
-def named_tensors(model: nn.Module) -> Iterator[tuple[str, Any, bool]]:
-    """(qualified name, tensor, is_parameter) of every parameter and buffer, in the order
-    of ``named_parameters()`` then ``named_buffers()`` (duplicates kept), compile wrappers
-    left out of the names."""
-    mods = list(named_modules(model))
-    for attr, is_param in (("_parameters", True), ("_buffers", False)):
-        for prefix, m in mods:
-            for name, t in getattr(m, attr).items():
-                if t is not None:
-                    yield (f"{prefix}.{name}" if prefix else name), t, is_param
 
 
 def is_optimized(module: nn.Module) -> bool:
@@ -168,7 +156,6 @@ __all__ = [
     "eager_stance",
     "is_optimized",
     "named_modules",
-    "named_tensors",
     "original_callable",
     "rebind_compiled_methods",
     "unwrap",

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..graph import GraphBuilder, ModuleNode, TensorNode
-from .compiled import named_modules, named_tensors, unwrap
+from .compiled import optimized_module_type, unwrap
 from .inference import InferenceWrites
 from .optable import BUFFER_ROLE, PARAM_ROLE, device_name, dtype_name, shape_of, version
 from .probes import Probe, Probes
@@ -45,18 +45,15 @@ class SessionState:
         self.meta_hits = 0
         self.device = torch.device(device) if device is not None else None
         self.builder = GraphBuilder()
+        #: one tuple object per distinct shape (nodes share them)
+        self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
         self.graph = self.builder.graph
         self.thread = threading.get_ident()
         self.running = False  # inside the root call
         self.done = False  # the root call has finished (later calls run unrecorded)
         self.stack: list[Frame] = []
         self.failure: tuple[str, str] | None = None  # (module path, op) where the forward raised
-        self.module_names: dict[int, str] = {}
-        self.param_names: dict[int, tuple[str, str]] = {}
-        for name, m in named_modules(model):  # paths as in eager (no compile wrappers)
-            self.module_names.setdefault(id(m), name)
-        for name, t, is_param in named_tensors(model):
-            self.param_names.setdefault(id(t), (name, PARAM_ROLE if is_param else BUFFER_ROLE))
+        self.module_names, self.param_names = model_names(model)
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
         # (parameters, buffers, constants, foreign subclasses); the strong reference keeps
         # the id valid for the session's life only
@@ -82,10 +79,12 @@ class SessionState:
         producer: int | None = None,
     ) -> TensorNode:
         """A node for (this version of) ``t``, made inside ``scope``."""
+        shape = shape_of(t)
+        shape = self.shapes.setdefault(shape, shape)
         return self.builder.add_tensor(
             base,
             scope,
-            shape_of(t),
+            shape,
             dtype_name(t.dtype),
             device_name(t.device),
             role,
@@ -93,6 +92,33 @@ class SessionState:
             source_name=source_name,
             producer=producer,
         )
+
+
+def model_names(model: nn.Module) -> tuple[dict[int, str], dict[int, tuple[str, str]]]:
+    """``id(module) -> qualified name`` and ``id(tensor) -> (qualified name, role)`` for the
+    parameters and buffers, the first name of each object in ``named_modules`` order
+    (``remove_duplicate=False``), parameters before buffers: one pre-order walk instead of
+    ``named_modules``/``named_parameters``/``named_buffers`` (nested generators, each
+    O(depth) per module)."""
+    modules: dict[int, str] = {}
+    params: dict[int, tuple[str, str]] = {}
+    buffers: dict[int, tuple[str, str]] = {}
+    stack: list[tuple[str, nn.Module]] = [("", model)]
+    wrapper = optimized_module_type()  # torch.compile(m) stands for m, at its own path
+    while stack:
+        name, m = stack.pop()
+        if wrapper is not None and isinstance(m, wrapper):
+            m = unwrap(m)
+        modules.setdefault(id(m), name)
+        prefix = name + "." if name else ""
+        for k, p in m._parameters.items():
+            if p is not None:
+                params.setdefault(id(p), (prefix + k, PARAM_ROLE))
+        for k, b in m._buffers.items():
+            if b is not None:
+                buffers.setdefault(id(b), (prefix + k, BUFFER_ROLE))
+        stack.extend((prefix + k, c) for k, c in reversed(m._modules.items()) if c is not None)
+    return modules, {**buffers, **params}
 
 
 def recorded_alias(t: torch.Tensor, node: TensorNode) -> RecorderTensor:
