@@ -66,11 +66,6 @@ def named_modules(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
     yield from walk(model, "")
 
 
-def is_optimized(module: nn.Module) -> bool:
-    cls = optimized_module_type()
-    return cls is not None and isinstance(module, cls)
-
-
 def original_callable(fn: Any) -> Any:
     """The function a ``torch.compile``d callable wraps (``fn`` itself if not compiled)."""
     seen = 0
@@ -154,7 +149,6 @@ __all__ = [
     "EAGER_STANCE",
     "dynamo_disabled",
     "eager_stance",
-    "is_optimized",
     "named_modules",
     "original_callable",
     "rebind_compiled_methods",

@@ -35,6 +35,8 @@ class SessionState:
     ) -> None:
         #: the model recorded: a ``torch.compile`` wrapper stands for the module it wraps
         self.model = model = unwrap(model)
+        #: torch.compile's wrapper class (OptimizedModule), None when Dynamo is not loaded
+        self.compile_wrapper = optimized_module_type()
         #: (op, argument metadata) -> how to replay its results on meta (see metacache.py)
         self.meta_cache: dict[Any, Any] | None = {} if meta_replay else None
         #: the probes recording extra facts (probes.py); None without any, to keep ops fast
