@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
 from .recording import BaseRecorder, Probe
+from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
 from .recording.placement import as_device, model_device, placed, training_mode
 from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph
@@ -103,7 +105,10 @@ def draw_graph(
     A keyword for ``forward`` that ``forward`` does not declare by name and that is close
     to an option name (``dept=2``) is an ``InvalidInputError`` ("did you mean depth?").
     ``device="meta"`` records models of any size without memory; the caller's model is
-    never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
+    never moved or modified (a meta copy is run instead).  ``device="fake"`` records with
+    ``FakeTensorMode`` (no memory either) where the forward needs values meta lacks:
+    ``nonzero`` and masks get symbolic sizes (``u0``), ``.item()`` a symbolic number, and
+    Hugging Face mask helpers take their tracing path.  ``mode`` is ``"eval"``,
     ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
     The view options have torchview's meanings; change them later with ``graph.view(...)``.
     """
@@ -123,13 +128,20 @@ def draw_graph(
         fold=fold,
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
-    dev = as_device(device)
+    fake = is_fake(device)
+    dev = None if fake else as_device(device)
     target = dev if dev is not None else model_device(model)
     args, kwargs = make_inputs(input_size, input_data, dtypes, target)
     kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
-    with placed(model, dev) as runnable, training_mode(runnable, mode), torch.no_grad():
-        with Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
-            runnable(*args, **kwargs)
+    with contextlib.ExitStack() as stack:
+        if fake:  # FakeTensorMode: sizes that depend on values become symbols (recording/fake.py)
+            runnable, to_fake = stack.enter_context(fake_placed(model))
+            args, kwargs = to_fake((args, kwargs))
+        else:
+            runnable = stack.enter_context(placed(model, dev))
+        with training_mode(runnable, mode), torch.no_grad():
+            with Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
+                runnable(*args, **kwargs)
     graph = rec.graph
     if save_graph:
         graph.save(_save_path(directory, filename, graph_name))

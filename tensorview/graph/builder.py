@@ -25,9 +25,7 @@ from contextlib import contextmanager
 
 from .graph import Graph
 from .names import Namespace
-from .nodes import FunctionNode, ModuleNode, TensorNode
-
-Shape = tuple[int, ...]
+from .nodes import FunctionNode, ModuleNode, Shape, TensorNode
 
 
 class Call:

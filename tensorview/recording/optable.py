@@ -185,6 +185,25 @@ def shape_of(t: torch.Tensor) -> tuple[int, ...]:
         return ()
 
 
+def symbolic_shape(shape: tuple[Any, ...]) -> tuple[int | str, ...]:
+    """A shape with symbolic sizes (``SymInt``, from fake tensors with a ``ShapeEnv``):
+    sizes known to be constant as ints, the others as their expression (``u0``, ``u0//3``)."""
+    dims: list[int | str] = []
+    for d in shape:
+        if isinstance(d, int):
+            dims.append(d)
+            continue
+        known = d.node.maybe_as_int()
+        if known is not None:
+            dims.append(int(known))
+            continue
+        text = str(d)
+        if text.startswith("(") and text.endswith(")") and text.count("(") == 1:
+            text = text[1:-1]  # "(u0//3)" -> "u0//3"
+        dims.append(text)
+    return tuple(dims)
+
+
 def storage_owner(t: torch.Tensor) -> torch.Tensor:
     """The tensor that owns the storage of ``t`` (torch collapses view chains)."""
     b = t._base

@@ -11,6 +11,7 @@ from torch import nn
 from ..errors import InvalidTypeError, RecordingError, TensorviewError
 from ..graph import Graph
 from .compiled import dynamo_disabled
+from .fake import failure_hint
 from .inputs import check_model
 from .patch import SharedPatch
 from .probes import Probe
@@ -117,6 +118,9 @@ class BaseRecorder(Generic[R]):
             where += f", op {op!r}"
         g.error = f"{type(exc).__name__}: {exc}"
         msg = f"forward raised in {where}: {type(exc).__name__}: {exc}"
+        hint = failure_hint(exc, op, session.model)  # values needed on meta/fake: what to do
+        if hint:
+            msg += f"\n{hint}"
         partial = self._result(g) if g.root is not None else None
         err_cls: type[RecordingError] = RecordingError
         if not isinstance(exc, RuntimeError):

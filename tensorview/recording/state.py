@@ -13,10 +13,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..graph import GraphBuilder, ModuleNode, TensorNode
+from ..graph import GraphBuilder, ModuleNode, Shape, TensorNode
 from .compiled import optimized_module_type, unwrap
 from .inference import InferenceWrites
-from .optable import BUFFER_ROLE, PARAM_ROLE, device_name, dtype_name, shape_of, version
+from .optable import BUFFER_ROLE, PARAM_ROLE, device_name, dtype_name, shape_of, symbolic_shape, version
 from .probes import Probe, Probes
 from .tensor import RecorderTensor
 
@@ -81,8 +81,12 @@ class SessionState:
         producer: int | None = None,
     ) -> TensorNode:
         """A node for (this version of) ``t``, made inside ``scope``."""
-        shape = shape_of(t)
-        shape = self.shapes.setdefault(shape, shape)
+        dims = shape_of(t)
+        shape: Shape
+        try:
+            shape = self.shapes.setdefault(dims, dims)
+        except TypeError:  # symbolic sizes (device="fake"): SymInts are unhashable
+            shape = symbolic_shape(dims)
         return self.builder.add_tensor(
             base,
             scope,
