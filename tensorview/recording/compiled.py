@@ -96,7 +96,10 @@ class _EagerStance:
             if self._users == 0 and _EVAL_FRAME in sys.modules:
                 import torch.compiler
 
-                self._ctx = torch.compiler.set_stance("force_eager")  # sets it now
+                try:
+                    self._ctx = torch.compiler.set_stance("force_eager")  # sets it now
+                except RuntimeError:  # called while Dynamo traces this thread: leave it be
+                    self._ctx = None
             self._users += 1
 
     def release(self) -> None:
