@@ -20,12 +20,15 @@ assigned here, as ``torch.fx.Graph.create_node`` does for fx.  Two layers:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from .graph import Graph
 from .names import Namespace
 from .nodes import FunctionNode, ModuleNode, Shape, TensorNode
+
+#: what a scripted op returns: ``(shape, dtype, device)`` per result
+Meta = tuple[Shape, str, str]
 
 
 class Call:
@@ -135,10 +138,15 @@ class GraphBuilder:
         if g.root is not None:
             g.edges.add(t.id, g.root)
 
-    def mark_output(self, t: TensorNode) -> None:
-        """``t`` is returned by the root call (listed once, in return order)."""
+    def mark_output(self, t: TensorNode, name: str | None = None, field: str | None = None) -> None:
+        """``t`` is returned by the root call (listed once, in return order); ``name``: where
+        in the returned value (its ``source_name`` unless it has one, as inputs and
+        parameters do), ``field``: the top-level part of the returned value holding it."""
         if t.role == "intermediate":
             t.role = "output"
+        if name is not None and t.source_name is None:
+            t.source_name = name
+            t.field = field
         if t.id not in self.graph.outputs:
             self.graph.outputs.append(t.id)
 
@@ -175,6 +183,7 @@ class GraphBuilder:
         role: str = "intermediate",
         *,
         dtype: str = "float32",
+        device: str = "cpu",
         copy_of: int | None = None,
         source_name: str | None = None,
         parent: ModuleNode | None = None,
@@ -185,7 +194,7 @@ class GraphBuilder:
             parent or self.top,
             tuple(shape),
             dtype,
-            "cpu",
+            device,
             role,
             copy_of=copy_of,
             source_name=source_name,
@@ -193,24 +202,31 @@ class GraphBuilder:
         )
         return t.id
 
-    def input(self, shape: Shape = (1, 4), name: str = "x", dtype: str = "float32") -> int:
-        t = self.add_tensor(name, self.stack[0], tuple(shape), dtype, "cpu", "input", source_name=name)
+    def input(self, shape: Shape = (1, 4), name: str = "x", dtype: str = "float32", device: str = "cpu") -> int:
+        t = self.add_tensor(name, self.stack[0], tuple(shape), dtype, device, "input", source_name=name)
         self.add_input(t)
         return t.id
 
-    def param(self, qualname: str, shape: Shape = (4, 4), role: str = "parameter") -> int:
-        return self.tensor(qualname.replace(".", "_"), shape, role, source_name=qualname)
+    def param(
+        self, qualname: str, shape: Shape = (4, 4), role: str = "parameter", dtype: str = "float32", device: str = "cpu"
+    ) -> int:
+        name = qualname.replace(".", "_")
+        return self.tensor(name, shape, role, dtype=dtype, device=device, source_name=qualname)
 
     def created(self, shape: Shape = (1, 4), name: str = "zeros") -> int:
         return self.tensor(name, shape, "created")
 
     def op(self, op: str, *args: int, shape: Shape | None = None, n_out: int = 1, failed: bool = False) -> int:
         """Run ``op`` on ``args`` in the current module; returns its (first) result."""
+        out_shape = shape if shape is not None else (self.graph.tensor(args[0]).shape if args else (1,))
+        results = self.op_results(op, args, [(out_shape, "float32", "cpu")] * n_out, failed=failed)
+        return results[0] if results else -1
+
+    def op_results(self, op: str, args: Sequence[int], results: Sequence[Meta], *, failed: bool = False) -> list[int]:
+        """Run ``op`` on ``args`` in the current module; one result per ``(shape, dtype, device)``."""
         f = self.add_function(op, self.top, args)
         f.failed = failed
-        out_shape = shape if shape is not None else (self.graph.tensor(args[0]).shape if args else (1,))
-        results = [self.tensor(f"{op}_out", out_shape, producer=f.id) for _ in range(n_out)]
-        return results[0] if results else -1
+        return [self.tensor(f"{op}_out", s, dtype=dt, device=dev, producer=f.id) for s, dt, dev in results]
 
     @contextmanager
     def module(
@@ -255,11 +271,13 @@ class GraphBuilder:
             c.returns(self.op(op or cls.lower(), *args, shape=shape))
         return c.outputs[0]
 
-    def output(self, *tensors: int) -> None:
-        """The root call returns ``tensors``."""
-        for t in tensors:
+    def output(self, *tensors: int, field: str | None = None) -> None:
+        """The root call returns ``tensors``; with ``field``, as that key of a returned dict
+        (a list of them, ``field[i]``, when several)."""
+        for i, t in enumerate(tensors):
             self.add_edge(self.stack[0].id, t)
-            self.mark_output(self.graph.tensor(t))
+            name = field if field is None or len(tensors) == 1 else f"{field}[{i}]"
+            self.mark_output(self.graph.tensor(t), name, field)
 
     def finish(self, *, lint: bool = True) -> Graph:
         """Close the calls still open and return the graph (linted unless ``lint=False``)."""

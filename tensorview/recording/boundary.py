@@ -19,7 +19,7 @@ from .inference import InferenceWrites
 from .optable import MODULE_ATTRS
 from .state import Frame
 from .tensor import RecorderTensor
-from .tree import flat_tensors, map_tensors, strip_in_place
+from .tree import flat_tensors, map_tensors, output_names, strip_in_place
 
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
@@ -147,8 +147,10 @@ class RootBoundary(ModuleScope):
         return tuple(new_args), new_kwargs
 
     def _unwrap_outputs(self, out: Any) -> Any:
+        names = output_names(out)  # where each tensor is in what forward returned
+
         def unwrap(t: torch.Tensor) -> torch.Tensor:
-            self.builder.mark_output(self.node_of(t))
+            self.builder.mark_output(self.node_of(t), *names.get(id(t), (None, None)))
             return t.as_subclass(_Tensor) if type(t) is _RT else t
 
         out = map_tensors(out, unwrap)
