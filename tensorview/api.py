@@ -16,10 +16,10 @@ from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
 from .importers import import_program, is_program
-from .recording import BaseRecorder, Probe
+from .recording import BaseRecorder, Probe, interrupts
 from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
-from .recording.placement import as_device, model_device, placed, training_mode
+from .recording.placement import as_device, model_device, placed
 from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
 from .transform import build_view
 
@@ -112,7 +112,10 @@ def draw_graph(
     ``FakeTensorMode`` (no memory either) where the forward needs values meta lacks:
     ``nonzero`` and masks get symbolic sizes (``u0``), ``.item()`` a symbolic number, and
     Hugging Face mask helpers take their tracing path.  ``mode`` is ``"eval"``,
-    ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
+    ``"train"`` or ``"same"`` (leave the flags as they are); a mode other than the
+    model's, or training mode (where BatchNorm updates its statistics), runs on a copy of
+    the module tree that shares the parameters, so the caller's flags and buffers never
+    change, also not while the call runs.
     The view options have torchview's meanings; change them later with ``graph.view(...)``.
     ``style`` picks a named look: ``"paper"`` (figures: serif, grayscale-safe, thin lines),
     ``"dark"`` (dark notebooks) or ``"default"``.
@@ -150,15 +153,15 @@ def draw_graph(
         target = dev if dev is not None else model_device(model)
         args, kwargs = make_inputs(input_size, input_data, dtypes, target)
         kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
-        with contextlib.ExitStack() as stack:
+        # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
+        with interrupts.deferred(interrupts.caller_frame()), contextlib.ExitStack() as stack:
             if fake:  # FakeTensorMode: sizes that depend on values become symbols (recording/fake.py)
-                runnable, to_fake = stack.enter_context(fake_placed(model))
+                runnable, to_fake = stack.enter_context(fake_placed(model, mode))
                 args, kwargs = to_fake((args, kwargs))
             else:
-                runnable = stack.enter_context(placed(model, dev))
-            with training_mode(runnable, mode), torch.no_grad():
-                with Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
-                    runnable(*args, **kwargs)
+                runnable = placed(model, dev, mode)  # a copy where the mode or buffers would change
+            with torch.no_grad(), Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
+                runnable(*args, **kwargs)
         graph = rec.graph
     if styler is not None:
         graph = graph.view(styler=styler)

@@ -267,3 +267,14 @@ def test_inductor_cache_survives_a_recording() -> None:
             again = compiled(inp)
     assert [f.op for f in g.graph.functions()] == ["linear"]
     assert torch.allclose(first, again) and torch.allclose(first, lin(inp), atol=1e-6)
+
+
+def test_compiled_model_in_training_mode_records_on_its_copy() -> None:
+    """draw_graph(mode="eval") of a model in training mode runs a copy of the module tree:
+    a compiled method stored on a module must run the copy (eval), not the caller's model."""
+    m = model().train()
+    m.forward = torch.compile(m.forward, backend="eager")  # type: ignore[method-assign]
+    m.block.compile(backend="eager")
+    got = json_of(m)
+    assert got == EAGER
+    assert all(mod.training for mod in m.modules())  # the caller's flags are untouched

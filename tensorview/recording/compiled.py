@@ -133,15 +133,17 @@ def dynamo_disabled(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def rebind_compiled_methods(model: nn.Module, clone: nn.Module) -> None:
-    """After ``copy.deepcopy(model)``: a compiled bound method stored on a module
-    (``m.forward = torch.compile(m.forward)``) is a function, which deepcopy shares, so the
-    copy would still run the original module.  Bind the eager method to the copy instead
-    (the copy is only recorded, where compiled code runs eagerly anyway)."""
+    """After copying ``model`` (``copy.deepcopy``, or ``copies.tree_copy``, which shares
+    attributes): a method stored on a module and bound to a module of ``model``
+    (``m.forward = torch.compile(m.forward)``, ``m.compile()``'s ``_compiled_call_impl``,
+    ``m.forward = m.other``) would still run the caller's module.  Bind it to the copy
+    instead, eagerly for compiled ones (the copy is only recorded, where compiled code runs
+    eagerly anyway)."""
     pairs = {id(m): c for (_, m), (_, c) in zip(named_modules(model), named_modules(clone))}
     for m in clone.modules():
         d = m.__dict__
         for k, v in list(d.items()):
-            if getattr(v, "_torchdynamo_orig_callable", None) is None:
+            if not isinstance(v, types.MethodType) and getattr(v, "_torchdynamo_orig_callable", None) is None:
                 continue
             orig = original_callable(v)
             if isinstance(orig, types.MethodType) and id(orig.__self__) in pairs:

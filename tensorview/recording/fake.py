@@ -41,17 +41,18 @@ def is_fake(device: Any) -> bool:
 
 
 @contextlib.contextmanager
-def fake_placed(model: nn.Module) -> Iterator[tuple[nn.Module, Callable[[Any], Any]]]:
+def fake_placed(model: nn.Module, mode: str = "same") -> Iterator[tuple[nn.Module, Callable[[Any], Any]]]:
     """Enter a ``FakeTensorMode`` (with a ``ShapeEnv``) and yield a copy of ``model`` with
-    fake parameters, buffers and tensor attributes, and a function converting a nested
-    value's tensors to fake ones (static shapes: the input sizes stay numbers)."""
+    fake parameters, buffers and tensor attributes, in ``mode`` (``"eval"``, ``"train"``
+    or ``"same"``), and a function converting a nested value's tensors to fake ones
+    (static shapes: the input sizes stay numbers)."""
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     # allow_non_fake_inputs: a real tensor met in forward (a global constant) is converted
-    mode = _fake_mode_type()(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+    fake_mode = _fake_mode_type()(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
 
     def fake(t: torch.Tensor) -> torch.Tensor:
-        return mode.from_tensor(t, static_shapes=True)
+        return fake_mode.from_tensor(t, static_shapes=True)
 
     memo: dict[int, Any] = {}
     for t in [*model.parameters(), *model.buffers()]:
@@ -60,6 +61,8 @@ def fake_placed(model: nn.Module) -> Iterator[tuple[nn.Module, Callable[[Any], A
             memo[id(t)] = nn.Parameter(f, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else f
     clone = copy.deepcopy(model, memo)
     rebind_compiled_methods(model, clone)
+    if mode != "same":
+        clone.train(mode == "train")
     for m in clone.modules():  # plain tensor attributes (not parameters or buffers)
         d = m.__dict__
         for k in d.keys() - MODULE_ATTRS:
@@ -69,7 +72,7 @@ def fake_placed(model: nn.Module) -> Iterator[tuple[nn.Module, Callable[[Any], A
     def convert(value: Any) -> Any:
         return map_tensors(value, lambda t: t if _is_fake_tensor(t) else fake(t))
 
-    with mode:
+    with fake_mode:
         yield clone, convert
 
 
@@ -112,7 +115,10 @@ def failure_hint(exc: BaseException, op: str, model: nn.Module) -> str:
     """What to do about a forward that failed for want of tensor values ("" if the failure
     is of another kind).  ``op`` is the op that raised ("" for ``.item()``-like queries)."""
     name = type(exc).__name__
-    text = str(exc)
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - an exception whose __str__ raises has no hint
+        return ""
     if name in ("GuardOnDataDependentSymNode", "DataDependentOutputException") or ("guard on data-dependent" in text):
         return (
             "the forward branches in Python on a tensor value (`if`, `bool()`, a size "

@@ -29,9 +29,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .tensor import current_session
 
-#: how many recordings (in any thread) have met inference tensors and are still running;
-#: while non-zero, ``optable.version`` checks ``is_inference()`` first
-ACTIVE = [0]
+#: the recordings (in any thread) that have met inference tensors and still run, by id;
+#: while not empty, ``optable.version`` checks ``is_inference()`` first (a set: adding and
+#: discarding are single steps, so an interrupt cannot leave a count wrong)
+ACTIVE: set[int] = set()
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
 
@@ -68,8 +69,7 @@ class InferenceWrites:
         self.catcher = _WriteCatcher(self)
         #: the catcher is on the dispatch stack for the whole root call (else per op)
         self.on_stack = False
-        ACTIVE[0] += 1
-        self._open = True
+        ACTIVE.add(id(self))
 
     def push(self) -> None:
         """Catch writes from now until ``close`` (the root call's start: balanced)."""
@@ -77,12 +77,18 @@ class InferenceWrites:
         self.on_stack = True
 
     def close(self) -> None:
-        if self.on_stack:
-            self.on_stack = False
+        """Stop counting: the catcher leaves the dispatch stack (with any mode an
+        interrupted forward left above it), and version reads stop asking."""
+        self.on_stack = False
+        while True:
+            depth = torch._C._len_torch_dispatch_stack()
+            at = next((i for i in range(depth - 1, -1, -1) if torch._C._get_dispatch_stack_at(i) is self.catcher), None)
+            if at is None:
+                break
+            for _ in range(depth - 1 - at):
+                torch._C._pop_torch_dispatch_stack()
             self.catcher.__exit__(None, None, None)
-        if self._open:
-            self._open = False
-            ACTIVE[0] -= 1
+        ACTIVE.discard(id(self))
 
     def version(self, t: torch.Tensor) -> int:
         with _Disable():

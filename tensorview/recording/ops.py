@@ -18,7 +18,6 @@ from typing import Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
-from .inference import storage_id
 from .metacache import MISS, key_of, replay, template_of
 from .names import op_name
 from .optable import (
@@ -29,7 +28,7 @@ from .optable import (
     PLAIN_TYPES,
     QUERIES,
     TENSOR_ITER,
-    storage_owner,
+    storage_key,
     version,
 )
 from .state import SessionState, recorded_alias
@@ -66,24 +65,22 @@ class OpRecorder(SessionState):
     # -- nodes of tensors -------------------------------------------------------------------
     def bind(self, t: torch.Tensor, node: TensorNode) -> torch.Tensor:
         """Return a RecorderTensor for ``t`` bound to ``node`` (``t`` itself if possible)."""
-        if type(t) is _RT:
+        if type(t) is _RT and t._tv_tok is self.token:
             t._tv_node = node
             t._tv_ver = version(t)
             return t
         if type(t) is _Tensor and t.layout == torch.strided:
-            return recorded_alias(t, node)
-        # parameters, sparse or other subclasses: keep the object, track it on the side
+            return recorded_alias(t, node, self.token)
+        # parameters, sparse or other subclasses, stale RecorderTensors (of an earlier
+        # recording, never rebound): keep the object, track it on the side
         self.sources[id(t)] = [t, node, version(t)]
         return t
 
     def node_of(self, t: torch.Tensor) -> TensorNode:
         """The current node of any tensor met during the forward (creating source nodes)."""
-        if type(t) is _RT:
-            node = t.__dict__.get("_tv_node")
-            if node is None:  # a RecorderTensor we did not make (deepcopy, _make_subclass)
-                node = self.new_tensor(t, "constant", "constant", self.scope())
-                t._tv_node, t._tv_ver = node, version(t)
-            elif t._tv_ver != version(t):
+        if type(t) is _RT and t._tv_tok is self.token:  # else stale, or made by torch: plain
+            node = t._tv_node
+            if t._tv_ver != version(t):
                 node = self._after_foreign_mutation(t, node)
                 t._tv_node, t._tv_ver = node, version(t)
             return node
@@ -107,20 +104,12 @@ class OpRecorder(SessionState):
 
     def _after_foreign_mutation(self, t: torch.Tensor, node: TensorNode) -> TensorNode:
         """``t`` changed through another view: a new version produced by the op that did it."""
-        hit = self.mutations.get(self._storage_key(t)[0])
+        hit = self.mutations.get(storage_key(t, self.writes is not None)[0])
         if hit is None:  # mutated where we could not see (inside an opaque module): keep the node
             return node
         fn = self.graph.nodes[hit[1]]
         scope = self.graph.module(fn.parent) if fn.parent is not None else self.scope()
         return self.new_tensor(t, fn.name + "_out", "intermediate", scope, producer=fn.id)
-
-    def _storage_key(self, t: torch.Tensor) -> tuple[int, Any]:
-        """(key, object keeping the key valid) of ``t``'s storage: the tensor owning it, or
-        for inference tensors (no ``_base``) the storage's id (inference.py)."""
-        if self.writes is not None and t.is_inference():
-            return storage_id(t) or 0, None
-        owner = storage_owner(t)
-        return id(owner), owner
 
     # -- calls --------------------------------------------------------------------------------
     def _factory(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -138,22 +127,29 @@ class OpRecorder(SessionState):
         ins: list[torch.Tensor] = []
         recorded = False
         foreign = False
+        stale = False
         sources = self.sources
         params = self.param_names
+        token = self.token
         for a in (*args, *kwargs.values()) if kwargs else args:
             ta = type(a)
             for b in a if ta is list or ta is tuple else (a,):
                 tb = type(b)
-                if tb is _RT:
+                if tb is _RT and b._tv_tok is token:
                     ins.append(b)
                     recorded = True
                 elif isinstance(b, _Tensor):
                     ins.append(b)
                     if id(b) in sources or id(b) in params:
                         recorded = True
-                    if tb not in PLAIN_TYPES:
+                    if tb is _RT:
+                        stale = True
+                    elif tb not in PLAIN_TYPES:
                         foreign = True
         if not recorded:
+            if stale:  # a RecorderTensor of an earlier recording: as a plain tensor
+                with torch._C.DisableTorchFunctionSubclass():
+                    return func(*args, **kwargs)
             return func(*args, **kwargs)
 
         with _Disable():
@@ -161,9 +157,7 @@ class OpRecorder(SessionState):
             in_nodes = [self.node_of(t) for t in ins]
             fn = self.builder.add_function(op_name(func), scope, [n.id for n in in_nodes])
         writes = self.writes  # inference tensors met: the op's writes are caught by schema
-        if writes is not None and writes.on_stack:
-            writes = None  # already catching for the whole root call
-        if writes is not None:
+        if writes is not None and not writes.on_stack:  # (else caught for the whole root call)
             writes.catcher.__enter__()
         try:
             if foreign:
@@ -173,13 +167,12 @@ class OpRecorder(SessionState):
                     out = self._run(func, args, kwargs, None, fn) if self.probes else func(*args, **kwargs)
             else:
                 out = self._call_meta_cached(func, args, kwargs, ins, fn)
-        except BaseException:
+        except BaseException as e:
             fn.failed = True
-            if self.failure is None:
-                self.failure = (scope.path, fn.name)
+            self.failed(e, scope.path, fn.name)
             raise
         finally:
-            if writes is not None:
+            if writes is not None and not writes.on_stack:
                 writes.catcher.__exit__(None, None, None)
         with _Disable():
             return self._after_op(out, fn, ins, scope)
@@ -250,19 +243,22 @@ class OpRecorder(SessionState):
         fid = fn.id
         # in-place: an argument whose version counter moved was mutated by this op
         mutated: dict[int, TensorNode] = {}
+        token = self.token
+        t: Any
         for t in ins:
             if id(t) in mutated:
                 continue
             v = version(t)
-            old_v = t._tv_ver if type(t) is _RT else sources[id(t)][2]
+            ours = type(t) is _RT and t._tv_tok is token
+            old_v = t._tv_ver if ours else sources[id(t)][2]
             if v != old_v and v != -1:
                 new = self.new_tensor(t, fn.name + "_out", "intermediate", scope, producer=fid)
-                if type(t) is _RT:
+                if ours:
                     t._tv_node, t._tv_ver = new, v
                 else:
                     sources[id(t)] = [t, new, v]
                 mutated[id(t)] = new
-                key, owner = self._storage_key(t)
+                key, owner = storage_key(t, self.writes is not None)
                 self.mutations[key] = (owner, fid)
         if isinstance(out, _Tensor):
             return self._wrap_one(out, fn, 0, ins, mutated)

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from .inference import ACTIVE as _INFERENCE
-from .inference import bump_inference, inference_version
+from .inference import bump_inference, inference_version, storage_id
 from .tensor import RecorderTensor
 
 _Tensor = torch.Tensor
@@ -162,7 +162,7 @@ def device_name(dev: Any) -> str:
 def version(t: torch.Tensor) -> int:
     """``t``'s version counter; for an inference tensor, which has none, the writes the
     recording saw to its storage (inference.py)."""
-    if _INFERENCE[0] and t.is_inference():  # only while a recording meets inference tensors
+    if _INFERENCE and t.is_inference():  # only while a recording meets inference tensors
         return inference_version(t)
     try:
         return t._version
@@ -183,6 +183,15 @@ def shape_of(t: torch.Tensor) -> tuple[int, ...]:
         return tuple(t.shape)
     except RuntimeError:  # nested tensors have no single shape
         return ()
+
+
+def storage_key(t: torch.Tensor, inference: bool) -> tuple[int, Any]:
+    """(key, object keeping the key valid) of ``t``'s storage: the tensor owning it, or,
+    for an inference tensor (no ``_base``) once a recording meets them, the storage's id."""
+    if inference and t.is_inference():
+        return storage_id(t) or 0, None
+    owner = storage_owner(t)
+    return id(owner), owner
 
 
 def symbolic_shape(shape: tuple[Any, ...]) -> tuple[int | str, ...]:
