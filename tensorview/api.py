@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
 from .importers import import_program, is_program
 from .recording import BaseRecorder, Probe, interrupts
+from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
 from .recording.placement import as_device, model_device, placed
 from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
@@ -106,7 +108,10 @@ def draw_graph(
     A keyword for ``forward`` that ``forward`` does not declare by name and that is close
     to an option name (``dept=2``) is an ``InvalidInputError`` ("did you mean depth?").
     ``device="meta"`` records models of any size without memory; the caller's model is
-    never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
+    never moved or modified (a meta copy is run instead).  ``device="fake"`` records with
+    ``FakeTensorMode`` (no memory either) where the forward needs values meta lacks:
+    ``nonzero`` and masks get symbolic sizes (``u0``), ``.item()`` a symbolic number, and
+    Hugging Face mask helpers take their tracing path.  ``mode`` is ``"eval"``,
     ``"train"`` or ``"same"`` (leave the flags as they are); a mode other than the
     model's, or training mode (where BatchNorm updates its statistics), runs on a copy of
     the module tree that shares the parameters, so the caller's flags and buffers never
@@ -143,13 +148,18 @@ def draw_graph(
         ir = import_program(model, _program_inputs(model, input_size, input_data, dtypes, mode, forward_kwargs))
         graph = ComputationGraph(ir, options, render_options)
     else:
-        dev = as_device(device)
+        fake = is_fake(device)
+        dev = None if fake else as_device(device)
         target = dev if dev is not None else model_device(model)
         args, kwargs = make_inputs(input_size, input_data, dtypes, target)
         kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
         # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
-        with interrupts.deferred(interrupts.caller_frame()):
-            runnable = placed(model, dev, mode)  # a copy where the mode or buffers would change
+        with interrupts.deferred(interrupts.caller_frame()), contextlib.ExitStack() as stack:
+            if fake:  # FakeTensorMode: sizes that depend on values become symbols (recording/fake.py)
+                runnable, to_fake = stack.enter_context(fake_placed(model, mode))
+                args, kwargs = to_fake((args, kwargs))
+            else:
+                runnable = placed(model, dev, mode)  # a copy where the mode or buffers would change
             with torch.no_grad(), Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
                 runnable(*args, **kwargs)
         graph = rec.graph

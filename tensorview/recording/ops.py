@@ -28,7 +28,7 @@ from .optable import (
     PLAIN_TYPES,
     QUERIES,
     TENSOR_ITER,
-    storage_owner,
+    storage_key,
     version,
 )
 from .state import SessionState, recorded_alias
@@ -104,7 +104,7 @@ class OpRecorder(SessionState):
 
     def _after_foreign_mutation(self, t: torch.Tensor, node: TensorNode) -> TensorNode:
         """``t`` changed through another view: a new version produced by the op that did it."""
-        hit = self.mutations.get(id(storage_owner(t)))
+        hit = self.mutations.get(storage_key(t, self.writes is not None)[0])
         if hit is None:  # mutated where we could not see (inside an opaque module): keep the node
             return node
         fn = self.graph.nodes[hit[1]]
@@ -156,6 +156,9 @@ class OpRecorder(SessionState):
             scope = self.scope()
             in_nodes = [self.node_of(t) for t in ins]
             fn = self.builder.add_function(op_name(func), scope, [n.id for n in in_nodes])
+        writes = self.writes  # inference tensors met: the op's writes are caught by schema
+        if writes is not None and not writes.on_stack:  # (else caught for the whole root call)
+            writes.catcher.__enter__()
         try:
             if foreign:
                 out = self._run(self._call_foreign, func, args, kwargs, fn)
@@ -168,6 +171,9 @@ class OpRecorder(SessionState):
             fn.failed = True
             self.failed(e, scope.path, fn.name)
             raise
+        finally:
+            if writes is not None and not writes.on_stack:
+                writes.catcher.__exit__(None, None, None)
         with _Disable():
             return self._after_op(out, fn, ins, scope)
 
@@ -252,8 +258,8 @@ class OpRecorder(SessionState):
                 else:
                     sources[id(t)] = [t, new, v]
                 mutated[id(t)] = new
-                key = storage_owner(t)
-                self.mutations[id(key)] = (key, fid)
+                key, owner = storage_key(t, self.writes is not None)
+                self.mutations[key] = (owner, fid)
         if isinstance(out, _Tensor):
             return self._wrap_one(out, fn, 0, ins, mutated)
         index = itertools.count()  # split, chunk, max(dim=...): one result node each, in order
