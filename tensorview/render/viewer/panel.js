@@ -201,7 +201,7 @@
   function select(vw, id, center) {
     vw.selected = id;
     highlight(vw);
-    details(vw, id);
+    details(vw, id, true);
     crumbs(vw, id);
     if (center && id >= 0) {
       var b = vw.pos && (vw.pos.nodes.get(id) || vw.pos.clusters.get(id));
@@ -238,8 +238,12 @@
     h("dd", "", dl, String(value));
   }
 
-  function details(vw, id) {
+  // the details panel of node ``id`` (kept as it is when it shows ``id`` already, unless
+  // ``redraw``: a hover that leaves must not reset what the user typed into it)
+  function details(vw, id, redraw) {
     var d = vw.details, g = vw.g;
+    if (!redraw && vw.detailsOf === id) return;
+    vw.detailsOf = id;
     while (d.firstChild) d.removeChild(d.firstChild);
     if (id < 0 || id >= g.n) {
       d.hidden = true;
@@ -322,7 +326,7 @@
       vw.selected = vw.drawnFor(vw.selected);
     }
     highlight(vw);
-    details(vw, vw.selected);
+    details(vw, vw.selected, true);
     crumbs(vw, vw.selected);
   }
 

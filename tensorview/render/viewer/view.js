@@ -34,12 +34,14 @@
       visible: 0,
     };
     var boxOf = s.boxOf, region = s.region, headOf = new Map(), place = new Map();
+    var rest = new Set(); // calls of opened folds besides the repeat shown: closed unless opened
 
     function isBox(m, root) {
       if (g.end[m] === m + 1 || g.opaque(m)) return true; // nothing inside to show
       var o = st.open.get(m);
       if (o !== undefined) return !o;
       if (root) return opts.depth === 0;
+      if (rest.has(m)) return true;
       return g.depth[m] >= opts.depth || (opts.hide_module_functions && g.isBuiltin(m) && !hasCalls[m]);
     }
 
@@ -61,6 +63,7 @@
         s.folds.push(f);
         run.forEach(function (x) { place.set(x, f.id); });
         var before = run.slice(0, at * period), after = run.slice((at + 1) * period);
+        before.concat(after).forEach(function (x) { rest.add(x); });
         if (before.length >= 2 * period) setFold(before, period, head);
         if (after.length >= 2 * period) setFold(after, period, head);
       });

@@ -1,0 +1,326 @@
+"""The HTML viewer in a real browser: headless Chromium, offline, pages from ``file://``.
+
+Skipped (with the reason in the summary) where Chromium, chromedriver or selenium is
+missing; ``make setup`` installs them.  Screenshots land in ``out/`` as artifacts."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import tensorview as tv
+from tensorview.graph import Graph, ViewOptions
+from tensorview.render import html as viewer_html
+from tensorview.render.compact import encode
+from tensorview.render.labels import label_lines
+from tensorview.transform import build_view
+
+from .browser import Browser, why_no_browser
+from .fixtures.cost_models import CNN, tiny_llama_config
+
+pytestmark = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
+if why_no_browser() is None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    b = Browser()
+    try:
+        yield b
+    finally:
+        b.quit()
+
+
+def ids(b: Browser, selector: str) -> set[int]:
+    return {int(e.get_attribute("data-id")) for e in b.driver.find_elements(By.CSS_SELECTOR, selector)}
+
+
+def clusters(b: Browser) -> set[int]:
+    return {int(e.get_attribute("data-cluster")) for e in b.driver.find_elements(By.CSS_SELECTOR, ".tv-cluster")}
+
+
+def node(b: Browser, node_id: int) -> Any:
+    return b.driver.find_element(By.CSS_SELECTOR, f'.tv-node[data-id="{node_id}"]')
+
+
+def click(b: Browser, element: Any) -> None:
+    element.click()
+    b.wait_ready()
+
+
+def details(b: Browser) -> dict[str, str]:
+    panel = b.driver.find_element(By.CSS_SELECTOR, ".tv-details")
+    if not panel.is_displayed():
+        return {}
+    keys = [e.text for e in panel.find_elements(By.TAG_NAME, "dt")]
+    values = [e.text for e in panel.find_elements(By.TAG_NAME, "dd")]
+    return dict(zip(keys, values))
+
+
+def assert_clean(b: Browser) -> None:
+    errors = [e for e in b.console() if e["level"] in ("SEVERE", "WARNING")]
+    assert not errors, errors
+    assert b.requests() == []  # nothing fetched: the page is self-contained
+
+
+def module_id(g: Graph, path: str) -> int:
+    return next(m.id for m in g.modules() if m.path == path)
+
+
+# -- the view computed in the browser is the view tensorview computes ----------------------------
+PORT = """
+var g = new tensorview.Graph(arguments[0]), opts = arguments[1];
+var st = {opts: opts, open: new Map(), foldAt: new Map(), group: false};
+st.fold = tensorview.view.initialFold(g, st);
+var v = tensorview.view.build(g, st);
+return {
+  nodes: v.nodes.map(function (n) { return [n.id, n.calls, n.members ? Array.from(n.members) : [], n.isInput, n.isOutput, n.cluster]; }),
+  edges: v.edges.map(function (e) { return [e.src, e.dst, e.count, e.order]; }),
+  clusters: v.clusters.map(function (c) { return [c.id, c.parent]; }),
+  folded: v.folded,
+  labels: v.nodes.map(function (n) { return tensorview.view.labelLines(g, n, opts.show_shapes); }),
+};
+"""
+
+OPTION_SETS = [
+    ViewOptions(),
+    ViewOptions(depth=1, roll=True),
+    ViewOptions(depth=0),
+    ViewOptions(depth=10, hide_inner_tensors=False, show_params=True, expand_nested=True, hide_module_functions=False),
+    ViewOptions(fold=True, roll=True, expand_nested=True),
+]
+
+
+def python_view(g: Graph, opts: ViewOptions) -> dict[str, Any]:
+    v = build_view(g, opts)
+    return {
+        "nodes": [
+            [n.id, n.calls, list(n.members), n.is_input, n.is_output, -1 if n.cluster is None else n.cluster]
+            for n in v.nodes
+        ],
+        "edges": [[e.src, e.dst, e.count, e.order] for e in v.edges],
+        "clusters": [[c.id, -1 if c.parent is None else c.parent] for c in v.clusters],
+        "folded": v.folded,
+        "labels": [label_lines(v, n) for n in v.nodes],
+    }
+
+
+def recorded(model: nn.Module, *args: Any, **kwargs: Any) -> Graph:
+    with torch.no_grad(), tv.Recorder(model) as rec:
+        model(*args, **kwargs)
+    return rec.graph.graph
+
+
+def port_cases() -> list[tuple[str, Any]]:
+    from .fixtures.models import ZOO
+    from .test_transform import two_blocks
+
+    cases: list[tuple[str, Any]] = [(name, (make, inputs)) for name, (make, inputs) in sorted(ZOO.items())]
+    cases.append(("two_blocks", two_blocks))
+    cases.append(("cnn", lambda: recorded(CNN(), torch.randn(1, 3, 16, 16))))
+    cases.append(("stack", lambda: recorded(Stack(6), torch.randn(2, 8))))
+    cases.append(("llama", lambda: tiny_llama(4)))
+    return cases
+
+
+class Stack(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Sequential(nn.Linear(8, 8), nn.GELU()) for _ in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x) + x
+        return x
+
+
+def tiny_llama(layers: int, device: str | None = None) -> Graph:
+    import transformers
+
+    with torch.device(device or "cpu"):
+        model = transformers.AutoModelForCausalLM.from_config(tiny_llama_config(num_hidden_layers=layers)).eval()
+    ids_ = torch.zeros(1, 8, dtype=torch.long, device=device)
+    return recorded(model, input_ids=ids_)
+
+
+def test_browser_views_equal_python_views(browser: Browser, tmp_path: Path) -> None:
+    """The view port (view.js) against tensorview.transform, node for node and edge for
+    edge, with labels, on the fixture zoo and more, under several option sets."""
+    browser.open(tv.ComputationGraph(recorded(Stack(2), torch.randn(2, 8))).save(tmp_path / "p.html"))
+    compared = 0
+    for name, case in port_cases():
+        if isinstance(case, tuple):
+            make, inputs = case
+            args, kwargs = inputs()
+            g = recorded(make(), *args, **kwargs)
+        else:
+            g = case()
+        data = json.loads(viewer_html.script_json(encode(g)))
+        for opts in OPTION_SETS:
+            js_opts = {k: getattr(opts, k) for k in viewer_html.config(tv.ComputationGraph(g, opts))["options"]}
+            got = browser.js(PORT, data, js_opts)
+            want = python_view(g, opts)
+            if not opts.expand_nested:  # Python draws no clusters then; the viewer always does
+                got["clusters"] = want["clusters"]
+                for a, b in zip(got["nodes"], want["nodes"]):
+                    a[5] = b[5]
+            assert got == want, f"{name} {opts}"
+            compared += 1
+    assert compared == len(port_cases()) * len(OPTION_SETS)
+    assert_clean(browser)
+
+
+# -- a small CNN: open and close, search, details, producers and consumers, export -------------
+def test_cnn_page_opens_closes_searches_and_exports(browser: Browser, tmp_path: Path) -> None:
+    graph = tv.draw_graph(CNN(), input_size=(1, 3, 16, 16), graph_name="cnn")
+    g = graph.graph
+    browser.open(graph.save(tmp_path / "cnn.html"))
+    view = graph.get_view()
+    assert ids(browser, ".tv-node") == {n.id for n in view.nodes}
+    conv1 = module_id(g, "conv1")
+    conv2d = next(f.id for f in g.functions() if f.parent == conv1)
+    assert conv2d not in ids(browser, ".tv-node")
+
+    click(browser, node(browser, conv1))  # open a module: its op appears inside a box
+    assert conv2d in ids(browser, ".tv-node") and conv1 not in ids(browser, ".tv-node")
+    assert browser.driver.find_elements(By.CSS_SELECTOR, f'.tv-cluster[data-cluster="{conv1}"]')
+    click(browser, browser.driver.find_element(By.CSS_SELECTOR, f'[data-toggle="{conv1}"]'))  # and close it
+    assert conv1 in ids(browser, ".tv-node") and conv2d not in ids(browser, ".tv-node")
+
+    body = browser.driver.find_element(By.TAG_NAME, "body")
+    body.send_keys("/")  # the search box takes the keyboard
+    box = browser.driver.switch_to.active_element
+    assert "tv-search" in box.get_attribute("class")
+    box.send_keys("bn", Keys.ENTER)
+    bn = module_id(g, "bn")
+    assert ids(browser, ".tv-hit") == {bn}
+    info = details(browser)
+    assert info["path"] == "bn" and info["class"] == "BatchNorm2d"
+    assert info["inputs"] == "(1, 8, 16, 16)" and info["outputs"] == "(1, 8, 16, 16)" and info["dtypes"] == "float32"
+    box.send_keys(Keys.ESCAPE)
+    body.send_keys(Keys.ESCAPE)  # Esc closes the details
+    assert details(browser) == {}
+
+    x = g.inputs[0]
+    click(browser, node(browser, x))  # a tensor: its consumers light up
+    assert ids(browser, ".tv-selected") == {x} and ids(browser, ".tv-consumer") == {conv1}
+    assert details(browser)["shape"] == "(1, 3, 16, 16)"
+    crumbs = [e.text for e in browser.driver.find_elements(By.CSS_SELECTOR, ".tv-crumb")]
+    assert crumbs == ["cnn"]
+
+    svg = browser.js("return tensorview.panel.exportSVG(tensorview.viewers[0])")
+    root = ET.fromstring(svg)
+    drawn = [e for e in root.iter("{http://www.w3.org/2000/svg}g") if "tv-node" in e.get("class", "").split()]
+    assert len(drawn) == len(view.nodes) and root.get("viewBox", "").startswith("0 0 ")
+    browser.screenshot("viewer-cnn.png")
+    assert_clean(browser)
+
+
+# -- a transformers decoder on meta: folded layers, a chosen repeat, reveal from search -------------
+def test_decoder_folds_open_on_a_chosen_repeat(browser: Browser, tmp_path: Path) -> None:
+    g = tiny_llama(6, device="meta")
+    graph = tv.ComputationGraph(g, ViewOptions(fold=True))
+    browser.open(graph.save(tmp_path / "llama.html"))
+    layer = {i: module_id(g, f"model.layers.{i}") for i in range(6)}
+    fold = node(browser, layer[0])
+    assert "model.layers.0–5: LlamaDecoderLayer ×6" in fold.text
+    view = graph.get_view()
+    caches = [n.id for n in view.nodes if n.is_output and n.id != g.outputs[0]]  # 12 key/value caches: one group
+    assert ids(browser, ".tv-node") == {n.id for n in view.nodes} - set(caches[1:]) and len(caches) == 12
+
+    click(browser, fold)  # open the fold: the first repeat (opened, as depth 3 asks), the rest folded after it
+    n = len(g.nodes)
+    assert browser.driver.find_elements(By.CSS_SELECTOR, f'.tv-fold-box[data-cluster="{n + layer[0]}"]')
+    assert clusters(browser) >= {layer[0], n + layer[0]}
+    drawn = ids(browser, ".tv-node")
+    assert layer[1] in drawn and layer[2] not in drawn  # layers.1–5 folded in one box
+    assert "model.layers.1–5: LlamaDecoderLayer ×5" in node(browser, layer[1]).text
+
+    click(browser, browser.driver.find_element(By.CSS_SELECTOR, '.tv-step[data-step="1"]'))  # next repeat
+    assert layer[1] in clusters(browser) and {layer[0], layer[2]} <= ids(browser, ".tv-node")  # 0 alone, 2–5 folded
+
+    browser.js("tensorview.panel.select(tensorview.viewers[0], arguments[0], false)", layer[2])
+    chooser = browser.driver.find_element(By.CSS_SELECTOR, ".tv-fold-chooser input")
+    chooser.clear()
+    chooser.send_keys("4")  # repeat 4 of the 4 in layers.2–5: layers.5
+    click(browser, browser.driver.find_element(By.CSS_SELECTOR, ".tv-fold-chooser button"))
+    assert layer[5] in clusters(browser) and layer[4] not in ids(browser, ".tv-node")
+    assert "model.layers.0–4: LlamaDecoderLayer ×5" in node(browser, layer[0]).text
+    attn, mlp = module_id(g, "model.layers.5.self_attn"), module_id(g, "model.layers.5.mlp")
+    assert {attn, mlp} <= ids(browser, ".tv-node")
+    click(browser, browser.driver.find_element(By.CSS_SELECTOR, f'[data-toggle="{layer[5]}"]'))  # close the repeat
+    assert layer[5] in ids(browser, ".tv-node") and mlp not in ids(browser, ".tv-node")
+    click(browser, node(browser, layer[5]))  # and open it again by a click on its box
+    assert mlp in ids(browser, ".tv-node")
+
+    box = browser.driver.find_element(By.CSS_SELECTOR, ".tv-search")
+    box.send_keys("model.layers.5.mlp", Keys.ENTER)
+    assert mlp in ids(browser, ".tv-hit")
+    box.clear()
+    q_proj = module_id(g, "model.layers.2.self_attn.q_proj")
+    box.send_keys("layers.2.self_attn.q_proj")
+    row = browser.find(f'.tv-result[data-result="{q_proj}"]')
+    click(browser, row)  # a result inside folded boxes: opened around it and selected
+    assert q_proj in ids(browser, ".tv-node") and ids(browser, ".tv-selected") == {q_proj}
+    crumbs = [e.text for e in browser.driver.find_elements(By.CSS_SELECTOR, ".tv-crumb")]
+    assert crumbs[1:] == ["model", "model.layers.2", "model.layers.2.self_attn", "model.layers.2.self_attn.q_proj"]
+    browser.screenshot("viewer-decoder.png")
+    assert_clean(browser)
+
+
+# -- the 80-layer Llama-3-70B shape --------------------------------------------------------------
+def llama70b() -> tv.ComputationGraph:
+    import transformers
+
+    cfg = transformers.LlamaConfig(
+        hidden_size=8192,
+        intermediate_size=28672,
+        num_hidden_layers=80,
+        num_attention_heads=64,
+        num_key_value_heads=8,
+        vocab_size=128256,
+        max_position_embeddings=8192,
+    )
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(cfg).eval()
+    return tv.draw_graph(model, input_data={"input_ids": torch.zeros(1, 128, dtype=torch.long)}, device="meta")
+
+
+def test_llama_70b_opens_and_its_80_layers_unfold(browser: Browser, tmp_path: Path) -> None:
+    graph = llama70b()
+    g = graph.graph
+    page = Path(graph.save(tmp_path / "llama70b.html")).read_text(encoding="utf-8")
+    assert len(page.encode()) - len(viewer_html.library().encode()) < 1 << 20  # the page without the library
+    browser.open(tmp_path / "llama70b.html")
+    view = graph.get_view()
+    caches = [n.id for n in view.nodes if n.is_output and n.id != g.outputs[0]]
+    assert len(caches) == 160 and len(view.nodes) == 188
+    # the 160 key/value caches are one group node: 188 - 160 + 1 drawn
+    assert ids(browser, ".tv-node") == {n.id for n in view.nodes} - set(caches[1:])
+    assert node(browser, caches[0]).text.startswith("160 outputs")
+    got = browser.js(
+        PORT.replace("arguments[0]", "tensorview.viewers[0].g.data"), None, viewer_html.config(graph)["options"]
+    )
+    want = python_view(g, graph.options)
+    assert [n[:5] for n in got["nodes"]] == [n[:5] for n in want["nodes"]] and got["edges"] == want["edges"]
+
+    layers0 = module_id(g, "model.layers.0")
+    click(browser, node(browser, layers0))
+    layers1, layers79 = module_id(g, "model.layers.1"), module_id(g, "model.layers.79")
+    assert layers0 in clusters(browser) and layers1 in ids(browser, ".tv-node")  # layers.1–79 in one box
+    assert "model.layers.1–79: LlamaDecoderLayer ×79" in node(browser, layers1).text
+    browser.js("tensorview.viewers[0].openFold(arguments[0], 79)", layers0)
+    browser.wait_ready()
+    assert layers79 in clusters(browser) and module_id(g, "model.layers.79.mlp") in ids(browser, ".tv-node")
+    assert layers1 not in ids(browser, ".tv-node") and "×79" in node(browser, layers0).text
+    browser.screenshot("viewer-llama70b.png")
+    assert_clean(browser)
