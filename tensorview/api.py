@@ -14,7 +14,7 @@ from torch import nn
 from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
-from .recording import BaseRecorder, Probe
+from .recording import BaseRecorder, Probe, SourceProbe
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
 from .recording.placement import as_device, model_device, placed, training_mode
 from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph
@@ -89,6 +89,7 @@ def draw_graph(
     save_graph: bool = False,
     filename: str | None = None,
     directory: str = ".",
+    source: bool = True,
     **forward_kwargs: Any,
 ) -> ComputationGraph:
     """Record one forward pass of ``model`` and return a drawable ``ComputationGraph``.
@@ -106,12 +107,17 @@ def draw_graph(
     never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
     ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
     The view options have torchview's meanings; change them later with ``graph.view(...)``.
+    ``source``: record where in your code each op and module call was made (the
+    annotation layer ``"source"``, ``"file.py:123"``, shown by the HTML viewer; about
+    5 us per op, see recording/source.py).
     """
     check_model(model, "draw_graph")
     if forward_kwargs:
         check_forward_kwargs(model, forward_kwargs, _OPTION_NAMES)
     if mode not in MODES:
         raise choices_error("mode", mode, MODES)
+    if not isinstance(source, bool):
+        raise InvalidTypeError(f"source must be True or False, got {source!r:.80}")
     options = ViewOptions(
         depth=depth,
         expand_nested=expand_nested,
@@ -128,7 +134,8 @@ def draw_graph(
     args, kwargs = make_inputs(input_size, input_data, dtypes, target)
     kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
     with placed(model, dev) as runnable, training_mode(runnable, mode), torch.no_grad():
-        with Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
+        probes = [SourceProbe()] if source else []
+        with Recorder(runnable, device=dev, probes=probes, options=options, render_options=render_options) as rec:
             runnable(*args, **kwargs)
     graph = rec.graph
     if save_graph:

@@ -5,6 +5,7 @@ missing; ``make setup`` installs them.  Screenshots land in ``out/`` as artifact
 
 from __future__ import annotations
 
+import inspect
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -206,6 +207,9 @@ def test_cnn_page_opens_closes_searches_and_exports(browser: Browser, tmp_path: 
     info = details(browser)
     assert info["path"] == "bn" and info["class"] == "BatchNorm2d"
     assert info["inputs"] == "(1, 8, 16, 16)" and info["outputs"] == "(1, 8, 16, 16)" and info["dtypes"] == "float32"
+    lines, start = inspect.getsourcelines(CNN.forward)
+    bn_line = start + next(i for i, text in enumerate(lines) if "self.bn(" in text)
+    assert info["source"] == f"tests/fixtures/cost_models.py:{bn_line}"  # where the call was made
     box.send_keys(Keys.ESCAPE)
     body.send_keys(Keys.ESCAPE)  # Esc closes the details
     assert details(browser) == {}

@@ -8,6 +8,7 @@ replay), tree.py (nested values), inputs.py (model inputs and placement), patch.
 
 from .probes import Probe
 from .recorder import BaseRecorder, Recorder, is_patched
+from .source import SourceProbe
 from .tensor import RecorderTensor
 
-__all__ = ["BaseRecorder", "Probe", "Recorder", "RecorderTensor", "is_patched"]
+__all__ = ["BaseRecorder", "Probe", "Recorder", "RecorderTensor", "SourceProbe", "is_patched"]

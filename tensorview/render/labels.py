@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..graph import FunctionNode, Graph, ModuleNode, TensorNode, View, ViewNode, unhandled
+from ..graph import SOURCE_LAYER, FunctionNode, Graph, ModuleNode, TensorNode, View, ViewNode, unhandled
 from ..graph.listing import fmt_shape
 from .options import RenderOptions
 
@@ -45,7 +45,7 @@ def label_lines(view: View, node: ViewNode, options: RenderOptions | None = None
             unhandled(ir)
     notes = g.annotations.of(ir.id) if g.annotations else None
     if notes:
-        lines.extend(f"{k}: {fmt_value(v)}" for k, v in notes.items())
+        lines.extend(f"{k}: {fmt_value(v)}" for k, v in notes.items() if k != SOURCE_LAYER)
     if options is not None and options.number_nodes:
         lines[0] = f"#{node.index + 1} {lines[0]}"  # 1-based position in execution order
     return lines
