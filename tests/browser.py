@@ -127,20 +127,34 @@ class Browser:
 
 
 def readme_screenshot(target: Path) -> None:
-    """The demo model's viewer with one block opened and a node selected, as the README shows it."""
-    import tensorview as tv
-    from tensorview.demo import TinyResNet
+    """A small Llama's viewer with its folded layers opened on the second repeat and one
+    attention block selected, as the README shows it."""
+    import torch
+    import transformers
 
-    graph = tv.draw_graph(TinyResNet(), input_size=(1, 3, 32, 32), device="meta", graph_name="TinyResNet", depth=2)
+    import tensorview as tv
+
+    from .fixtures.cost_models import tiny_llama_config
+
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(tiny_llama_config(num_hidden_layers=6))
+    graph = tv.draw_graph(
+        model, input_data={"input_ids": torch.zeros(1, 16, dtype=torch.long)}, device="meta", graph_name="tiny-llama"
+    )
+    paths = {m.path: m.id for m in graph.graph.modules()}
     with tempfile.TemporaryDirectory() as tmp:
-        page = graph.save(Path(tmp) / "demo.html")
-        browser = Browser(1200, 760)
+        page = graph.view(fold=True).save(Path(tmp) / "llama.html")
+        browser = Browser(1280, 800)
         try:
             browser.open(page)
-            block = next(m for m in graph.graph.modules() if m.path == "layer1.0")
-            browser.js("tensorview.viewers[0].open(arguments[0])", block.id)
+            browser.js("tensorview.viewers[0].openFold(arguments[0], 1)", paths["model.layers.0"])
             browser.wait_ready()
-            browser.js("tensorview.panel.select(tensorview.viewers[0], arguments[0], false)", block.id + 1)
+            browser.js(
+                "var v = tensorview.viewers[0]; tensorview.panel.select(v, arguments[0], false);"
+                "v.canvas.scale = 0.8; v.canvas.centerOn(v.pos.clusters.get(arguments[1])); v.canvas.ty += 50; v.canvas.apply();",
+                paths["model.layers.1.self_attn"],
+                len(graph.graph.nodes) + paths["model.layers.0"],  # the opened fold
+            )
             browser.driver.save_screenshot(str(target))
         finally:
             browser.quit()

@@ -193,3 +193,20 @@ def test_compact_form_is_small() -> None:
     full = len(json.dumps(graph.to_json(), separators=(",", ":")))
     assert compact < full / 4
     assert compact / len(graph.graph.nodes) < 60  # bytes per node
+
+
+def test_a_notebook_kernel_shows_the_viewer_with_the_library_once() -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    cells = [
+        "import torch, tensorview as tv\n"
+        "graph = tv.draw_graph(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), input_size=(1, 4))\n"
+        "graph.interactive()",
+        "graph.view(depth=1).interactive()",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    first, second = (c.outputs[0]["data"]["text/html"] for c in nb.cells)
+    lib = viewer_html.library()
+    assert lib in first and lib not in second and 'class="tv-host"' in second

@@ -38,6 +38,9 @@ ELK = "vendor/elk.bundled.js"
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:"
 #: notebook output height in pixels (the standalone page fills the window)
 HEIGHT = 640
+#: what a viewer's place shows until its script runs (or where scripts never run: an
+#: untrusted notebook, a static notebook renderer)
+NO_SCRIPT = "tensorview interactive viewer: it needs JavaScript (in Jupyter, a trusted notebook: run the cell)."
 
 _ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 
@@ -102,7 +105,7 @@ def _viewer(d: Drawing, host_style: str) -> str:
         "The tensorview viewer library is not loaded in this page (the output that carried it "
         "is gone or the notebook is not trusted): show it again with graph.interactive(library=True)."
     )
-    return f"""<div class="tv-host" id="tv-host-{uid}" style="{host_style}"></div>
+    return f"""<div class="tv-host" id="tv-host-{uid}" style="{host_style}">{NO_SCRIPT}</div>
 <script type="application/json" id="tv-data-{uid}">{data}</script>
 <script>
 (function () {{
@@ -110,6 +113,7 @@ def _viewer(d: Drawing, host_style: str) -> str:
   function run() {{
     if (host.getAttribute("data-mounted")) return;
     host.setAttribute("data-mounted", "1");
+    host.textContent = "";
     var tv = window.tensorview;
     if (!document.querySelector("style[data-tensorview]")) {{
       var style = document.createElement("style");

@@ -66,10 +66,12 @@
       var box = {
         id: "c" + c.id,
         children: [],
+        // the header as a node label inside the top: ELK makes the box wide enough for it
+        labels: [{ text: head, width: textWidth("▾ " + head) + (c.fold ? 70 : 24), height: HEADER - 8 }],
         layoutOptions: {
-          "elk.padding": "[top=" + HEADER + ",left=10,bottom=10,right=10]",
-          "elk.nodeSize.constraints": "MINIMUM_SIZE",
-          "elk.nodeSize.minimum": "(" + (textWidth(head) + 60) + ", 40)",
+          "elk.padding": "[top=" + (HEADER - 4) + ",left=10,bottom=10,right=10]",
+          "elk.nodeLabels.placement": "[H_CENTER, V_TOP, INSIDE]",
+          "elk.nodeSize.constraints": "[NODE_LABELS]",
         },
       };
       boxes.set(c.id, box);

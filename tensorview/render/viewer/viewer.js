@@ -11,6 +11,8 @@
   "use strict";
   var TV = (window.tensorview = window.tensorview || {});
   var V = TV.view, MODULE = TV.MODULE, TENSOR = TV.TENSOR;
+  // a view with more drawn nodes waits for the user to ask for its (slow) layout
+  var LAYOUT_LIMIT = 2500;
 
   function h(tag, attrs, parent, content) {
     var e = document.createElement(tag);
@@ -100,7 +102,8 @@
     if (c.fold) {
       var f = c.fold, groups = f.run.length / f.period, shown = f.run.slice(f.at * f.period, (f.at + 1) * f.period);
       var v = { id: f.head, members: f.run, period: f.period };
-      return V.moduleTitle(g, v) + " — showing " + (f.at + 1) + "/" + groups + ": " + V.span(shown.map(function (m) { return g.path(m); }));
+      var paths = shown.map(function (m) { return g.path(m); });
+      return V.moduleTitle(g, v) + " — showing " + (f.at + 1) + "/" + groups + ": " + (paths.length > 1 ? V.span(paths) : paths[0]);
     }
     return g.path(c.id) ? g.path(c.id) + ": " + g.what(c.id) : g.what(c.id);
   };
@@ -127,10 +130,16 @@
 
   Viewer.prototype._run = function (job) {
     var self = this, anchor = job.anchor;
+    Array.prototype.forEach.call(this.stage.querySelectorAll(".tv-too-big"), function (e) { e.remove(); });
     this.root.setAttribute("data-state", "busy");
     var before = anchor !== null && anchor !== undefined ? this._screenOf(anchor) : null;
     var t0 = performance.now();
     var view = (this.view = V.build(this.g, this.state));
+    if (view.nodes.length > LAYOUT_LIMIT && !job.force) {
+      this._tooBig(view, anchor);
+      this.root.setAttribute("data-state", "ready");
+      return Promise.resolve();
+    }
     this.status.textContent = "laying out " + view.nodes.length + " nodes…";
     var running = TV.layout
       .layout(view, this.lines.bind(this), this.header.bind(this), this.dir)
@@ -142,6 +151,7 @@
           nodeClass: self._nodeClass.bind(self),
         });
         self.layoutMs = performance.now() - t0;
+        if (self.readyAt === undefined) self.readyAt = performance.now(); // ms since the page started loading
         var after = before ? self._boxOf(anchor) : null;
         if (before && after) self.canvas.keep(after, before);
         else self.canvas.fit();
@@ -159,6 +169,20 @@
       });
     this._running = running;
     return running;
+  };
+
+  // a view too big to lay out at once: say so, and lay it out only when asked
+  Viewer.prototype._tooBig = function (view, anchor) {
+    var self = this, note = h("div", { class: "tv-too-big" }, this.stage);
+    this.pos = { nodes: new Map(), clusters: new Map(), edges: [], width: 0, height: 0 };
+    this.canvas.draw({ nodes: [], edges: [], clusters: [] }, this.pos, {});
+    h("p", {}, note, "This view has " + view.nodes.length + " nodes (more than " + LAYOUT_LIMIT + "): laying it out may take minutes. Close modules or fold repeats, or");
+    var go = h("button", { type: "button" }, note, "lay it out anyway");
+    go.addEventListener("click", function () {
+      note.remove();
+      self._run({ anchor: anchor, force: true });
+    });
+    this.status.textContent = view.nodes.length + " nodes: not laid out";
   };
 
   Viewer.prototype._nodeClass = function (v) {
