@@ -96,11 +96,12 @@ def config(d: Drawing) -> dict[str, Any]:
     }
 
 
-def _viewer(d: Drawing, host_style: str) -> str:
-    """The host element, the data and the script that mounts a viewer on them."""
+def _viewer(d: Drawing, host_style: str, inline: bool) -> str:
+    """The host element, the data and the script that mounts a viewer on them (``inline``:
+    in a notebook, where keys and the mouse wheel belong to the page until it is clicked)."""
     uid = uuid.uuid4().hex
     data = script_json(encode(d.graph))
-    cfg = script_json(config(d))
+    cfg = script_json({**config(d), "inline": inline})
     missing = script_json(
         "The tensorview viewer library is not loaded in this page (the output that carried it "
         "is gone or the notebook is not trusted): show it again with graph.interactive(library=True)."
@@ -146,7 +147,7 @@ def page(d: Drawing) -> str:
 </head>
 <body>
 {library()}
-{_viewer(d, "height: 100%")}
+{_viewer(d, "height: 100%", False)}
 </body>
 </html>
 """
@@ -167,7 +168,7 @@ def fragment(d: Drawing, *, library_: bool | None = None, height: int = HEIGHT) 
     include = library_ if library_ is not None else not _library_sent
     if include:
         _library_sent = True
-    return (library() + "\n" if include else "") + _viewer(d, f"height: {height}px")
+    return (library() + "\n" if include else "") + _viewer(d, f"height: {height}px", True)
 
 
 class Interactive:

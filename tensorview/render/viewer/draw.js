@@ -51,12 +51,14 @@
   Canvas.prototype._panning = function (host) {
     var self = this, drag = null;
     host.addEventListener("wheel", function (ev) {
+      if (self.wheelZooms && !self.wheelZooms(ev)) return; // let the page scroll
       ev.preventDefault();
       var r = self.svg.getBoundingClientRect();
       self.zoomAt(ev.clientX - r.left, ev.clientY - r.top, Math.exp(-ev.deltaY * 0.0015));
     }, { passive: false });
     host.addEventListener("pointerdown", function (ev) {
       if (ev.button !== 0) return;
+      self.justPanned = false;
       drag = { x: ev.clientX, y: ev.clientY, tx: self.tx, ty: self.ty, moved: false };
     });
     window.addEventListener("pointermove", function (ev) {

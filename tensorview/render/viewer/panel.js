@@ -91,7 +91,14 @@
       var c = ev.target.closest("[data-crumb]");
       if (c) select(vw, Number(c.getAttribute("data-crumb")), true);
     });
-    root.addEventListener("pointerdown", function () { TV.active = vw; });
+    root.addEventListener("pointerdown", function (ev) {
+      TV.active = vw;
+      if (!/^(INPUT|BUTTON|SELECT|TEXTAREA)$/.test(ev.target.tagName)) root.focus({ preventScroll: true });
+    });
+    // in a notebook the wheel scrolls the notebook until the viewer is clicked (or with Ctrl)
+    vw.canvas.wheelZooms = function (ev) {
+      return !vw.config.inline || ev.ctrlKey || ev.metaKey || root.contains(document.activeElement);
+    };
     if (!TV._keys) {
       TV._keys = true;
       document.addEventListener("keydown", keys);
@@ -102,6 +109,9 @@
     var vw = TV.active;
     if (!vw || !document.body.contains(vw.root)) return;
     var typing = /^(INPUT|TEXTAREA|SELECT)$/.test(ev.target.tagName) || ev.target.isContentEditable;
+    // a page of its own: the keys are the viewer's; in a notebook only while it has the focus
+    var ours = !vw.config.inline || vw.root.contains(ev.target);
+    if (!ours) return;
     if (ev.key === "/" && !typing) {
       ev.preventDefault();
       vw.searchBox.focus();
