@@ -12,6 +12,7 @@ from .labels import fmt_value, label_lines, node_label
 from .node_link import JsonRenderer
 from .options import GRAPH_DIRS, LAYOUTS, RENDER_OPTION_NAMES, RenderOptions
 from .style import GraphvizStyler
+from .themes import STYLES, DarkStyler, PaperStyler, styler_for
 
 __all__ = [
     "BOUNDED_LAYOUT",
@@ -19,12 +20,15 @@ __all__ = [
     "INSTALL_HINT",
     "LAYOUTS",
     "RENDER_OPTION_NAMES",
+    "STYLES",
+    "DarkStyler",
     "DotRenderer",
     "Drawing",
     "Format",
     "GraphvizStyler",
     "Interactive",
     "JsonRenderer",
+    "PaperStyler",
     "RenderOptions",
     "Renderer",
     "attr_list",
@@ -39,4 +43,5 @@ __all__ = [
     "register",
     "render_digraph",
     "run_dot",
+    "styler_for",
 ]
