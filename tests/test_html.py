@@ -212,3 +212,13 @@ def test_the_viewer_files_are_package_data() -> None:
     assert all(any(fnmatch.fnmatch(f, p) for p in patterns) for f in files)
     # every script the page inlines is one of them
     assert {f"render/viewer/{s}" for s in viewer_html.SCRIPTS} <= set(files)
+
+
+def test_the_viewer_takes_the_stylers_colours() -> None:
+    dark = viewer_html.config(cnn().view(style="dark"))["colors"]
+    assert dark["background"] == "#1e1e1e" and dark["text"] == "#e0e0e0" and dark["module"] == "#2c4a36"
+    paper = viewer_html.config(cnn().view(style="paper"))["colors"]
+    assert paper["module"] == "rgb(224, 224, 224)"  # X11 gray88, which CSS does not know
+    plain = viewer_html.config(cnn().view(styler=tv.GraphvizStyler(fillcolor="white")))["colors"]
+    assert plain["tensor"] == plain["module"] == "white"
+    assert viewer_html.config(cnn())["colors"] == {}  # no styler: the viewer's own look

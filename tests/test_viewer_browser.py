@@ -369,3 +369,20 @@ def test_a_view_too_big_to_lay_out_waits_to_be_asked(browser: Browser, tmp_path:
     assert not browser.driver.find_elements(By.CSS_SELECTOR, ".tv-too-big")
     assert len(browser.driver.find_elements(By.CSS_SELECTOR, ".tv-node")) == 3  # input, the x1300 box, output
     assert_clean(browser)
+
+
+def test_styler_colours_apply_only_when_they_are_colours(browser: Browser, tmp_path: Path) -> None:
+    class Hostile(tv.GraphvizStyler):
+        colors = {**tv.GraphvizStyler.colors, "tensor": "red;} body { display: none", "function": "rgb(1, 2, 3)"}
+
+    graph = tv.draw_graph(CNN(), input_size=(1, 3, 16, 16)).view(styler=Hostile())
+    browser.open(graph.save(tmp_path / "styled.html"))
+    value = "return getComputedStyle(document.querySelector('.tv-viewer')).getPropertyValue(arguments[0]).trim()"
+    assert browser.js(value, "--tv-tensor") == "lightyellow"  # not a colour: the default stays
+    assert browser.js(value, "--tv-function") == "rgb(1, 2, 3)"
+    assert browser.js("return getComputedStyle(document.body).display") == "block"
+    browser.open(tv.draw_graph(CNN(), input_size=(1, 3, 16, 16), style="dark").save(tmp_path / "dark.html"))
+    canvas = browser.driver.find_element(By.CSS_SELECTOR, ".tv-canvas")
+    assert canvas.value_of_css_property("background-color") == "rgba(30, 30, 30, 1)"
+    browser.screenshot("viewer-dark.png")
+    assert_clean(browser)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import uuid
 from functools import cache
 from importlib import resources
@@ -86,14 +87,46 @@ def library() -> str:
 def config(d: Drawing) -> dict[str, Any]:
     """What the viewer needs besides the graph: view options, direction, name, colours."""
     opts = d.options
-    styler = getattr(d, "styler", None)
-    colors = dict(getattr(styler, "colors", None) or {}) if styler is not None else {}
     return {
         "name": d.render_options.graph_name,
         "options": {k: getattr(opts, k) for k in sorted(VIEW_OPTION_NAMES)},
         "graph_dir": d.render_options.graph_dir,
-        "colors": {str(k): str(v) for k, v in colors.items()},
+        "colors": palette(d),
     }
+
+
+_GRAY = re.compile(r"gr[ae]y(\d{1,3})\Z")
+
+
+def palette(d: Drawing) -> dict[str, str]:
+    """The colours of the drawing's styler (``style="dark"``, a ``GraphvizStyler``), for the
+    viewer: fills per kind, ``text``, ``line``, ``edge``, ``background``.  The browser uses
+    a value only where it parses as a CSS colour (X11's ``grayNN`` are translated)."""
+    styler = getattr(d, "styler", None)
+    if styler is None:
+        return {}
+    out: dict[str, Any] = dict(getattr(styler, "colors", None) or {})
+    nodes: dict[str, Any] = getattr(styler, "node_defaults", None) or {}
+    if "fillcolor" in nodes:  # one fill for every node, as in DOT
+        out.update(dict.fromkeys(("tensor", "function", "module", "parameter"), nodes["fillcolor"]))
+    for key, attrs, name in (("text", nodes, "fontcolor"), ("line", nodes, "color")):
+        if name in attrs:
+            out[key] = attrs[name]
+    edges: dict[str, Any] = getattr(styler, "edge_attr", None) or {}
+    if "color" in edges:
+        out["edge"] = edges["color"]
+    graph_attrs = styler.style_graph(d.get_view())
+    if "bgcolor" in graph_attrs:
+        out["background"] = graph_attrs["bgcolor"]
+    return {str(k): _css(str(v)) for k, v in out.items()}
+
+
+def _css(color: str) -> str:
+    m = _GRAY.match(color.strip().lower())
+    if m and int(m.group(1)) <= 100:
+        level = round(int(m.group(1)) * 2.55)
+        return f"rgb({level}, {level}, {level})"
+    return color
 
 
 def _viewer(d: Drawing, host_style: str, inline: bool) -> str:

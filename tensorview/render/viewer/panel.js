@@ -349,11 +349,11 @@
     svg.setAttribute("height", String(hh));
     svg.querySelector(".tv-world").removeAttribute("transform");
     var cs = getComputedStyle(vw.root), vars = [];
-    ["tensor", "function", "module", "parameter", "failed"].forEach(function (k) {
+    ["tensor", "function", "module", "parameter", "failed", "text", "line", "edge", "background"].forEach(function (k) {
       vars.push("--tv-" + k + ":" + cs.getPropertyValue("--tv-" + k).trim() + ";");
     });
     var style = document.createElementNS("http://www.w3.org/2000/svg", "style");
-    style.textContent = "svg{" + vars.join("") + "font:" + TV.layout.FONT + "}\n" + (TV.cssText || "");
+    style.textContent = "svg{" + vars.join("") + "font:" + TV.layout.FONT + ";background:var(--tv-background)}\n" + (TV.cssText || "");
     svg.insertBefore(style, svg.firstChild);
     return new XMLSerializer().serializeToString(svg);
   }

@@ -51,6 +51,7 @@
     var colors = this.config.colors || {};
     Object.keys(colors).forEach(function (k) {
       var c = String(colors[k]);
+      // a styler's colour, used only where the browser parses it as one (never as markup)
       if (/^[a-z]+$/.test(k) && window.CSS && CSS.supports("color", c)) root.style.setProperty("--tv-" + k, c);
     });
     var bar = h("div", { class: "tv-toolbar" }, root);
