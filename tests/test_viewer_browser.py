@@ -386,3 +386,38 @@ def test_styler_colours_apply_only_when_they_are_colours(browser: Browser, tmp_p
     assert canvas.value_of_css_property("background-color") == "rgba(30, 30, 30, 1)"
     browser.screenshot("viewer-dark.png")
     assert_clean(browser)
+
+
+def test_hostile_names_stay_text_in_the_browser(browser: Browser, tmp_path: Path) -> None:
+    from .test_hostile_names import hostile_model
+
+    name = "</script><img src=x onerror=window.__pwned=1><!--"
+    model = hostile_model(name, cls_name="Evil<b>bold</b>")
+    graph = tv.draw_graph(model, input_size=(1, 3), graph_name="<svg onload=window.__pwned=2>", depth=1)
+    browser.open(graph.save(tmp_path / "evil.html"))
+    assert browser.js("return document.querySelectorAll('img, b, .tv-viewer svg svg').length") == 0
+    assert browser.js("return window.__pwned === undefined")
+    box = node(browser, module_id(graph.graph, name))
+    assert box.text.splitlines()[0] == f"{name}: Evil<b>bold</b>"  # drawn as text, in full
+    assert browser.driver.find_element(By.CSS_SELECTOR, ".tv-name").text == "<svg onload=window.__pwned=2>"
+    assert_clean(browser)
+
+
+def test_a_failed_recording_opens_with_its_error(browser: Browser, tmp_path: Path) -> None:
+    class Broken(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = nn.Linear(4, 4), nn.Linear(5, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b(self.a(x))
+
+    with pytest.raises(tv.RecordingError) as err:
+        tv.draw_graph(Broken(), input_size=(1, 4))
+    partial = err.value.graph
+    assert partial is not None
+    browser.open(partial.save(tmp_path / "failed.html"))
+    assert "forward raised: RuntimeError" in browser.driver.find_element(By.CSS_SELECTOR, ".tv-error").text
+    failed = module_id(partial.graph, "b")
+    assert "tv-failed" in node(browser, failed).get_attribute("class")
+    assert_clean(browser)

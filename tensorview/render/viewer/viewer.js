@@ -66,6 +66,7 @@
       self.toggles[t[0]] = h("input", { type: "checkbox", "data-toggle-option": t[0] }, label);
       label.appendChild(document.createTextNode(" " + t[1]));
     });
+    if (this.g.error) h("span", { class: "tv-error", title: this.g.error }, bar, "forward raised: " + this.g.error);
     this.status = h("span", { class: "tv-status" }, bar);
     this.results = h("div", { class: "tv-results", hidden: "" }, root);
     this.crumbs = h("div", { class: "tv-breadcrumb" }, root);
