@@ -33,7 +33,17 @@ from .compact import encode
 from .formats import Drawing, Format, register
 
 #: the viewer's own scripts, in load order (each an IIFE adding to ``window.tensorview``)
-SCRIPTS = ("graph.js", "view.js", "layout.js", "draw.js", "panel.js", "viewer.js")
+SCRIPTS = (
+    "graph.js",
+    "scope.js",
+    "view.js",
+    "labels.js",
+    "layout.js",
+    "draw.js",
+    "search.js",
+    "panel.js",
+    "viewer.js",
+)
 ELK = "vendor/elk.bundled.js"
 #: the standalone page may load nothing: no request leaves it
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:"

@@ -1,4 +1,4 @@
-/* tensorview viewer, part 4: drawing a laid-out view as SVG, with pan and zoom.
+/* tensorview viewer, part 6: drawing a laid-out view as SVG, with pan and zoom.
  *
  * Every text from the model (paths, classes, ops, names) goes into the page through
  * textContent or setAttribute only, never as markup.

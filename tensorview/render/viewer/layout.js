@@ -1,4 +1,4 @@
-/* tensorview viewer, part 3: layout with elkjs (the vendored elk.bundled.js).
+/* tensorview viewer, part 5: layout with elkjs (the vendored elk.bundled.js).
  *
  * Only the current view is laid out: drawn nodes as leaves, opened calls and opened
  * folds as compound nodes around their contents (ELK's layered algorithm with

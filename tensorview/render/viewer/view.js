@@ -1,133 +1,20 @@
-/* tensorview viewer, part 2: views, computed in the browser from the whole recording.
+/* tensorview viewer, part 3: views, computed in the browser from the whole recording.
  *
- * A port of tensorview/transform (scope -> roll -> tensors -> edges), with the
- * viewer's state on top of the user's ViewOptions:
- *   open:   module id -> true/false, the calls the user opened or closed by clicking;
- *   foldAt: first call of a folded run -> which repeat to show inside the opened fold
- *           (the repeats before and after it stay folded in two boxes).
- * With no state the result is the view tensorview.transform.build_view draws (the
- * browser tests check that node for node); every opened call and opened fold becomes a
- * cluster (a box around its contents).  Closed calls cost nothing beyond one pass.
+ * A port of tensorview/transform (scope -> roll -> tensors -> edges; scope.js has the
+ * first two).  With no viewer state the result is the view that
+ * tensorview.transform.build_view draws (the browser tests check that node for node);
+ * every opened call and opened fold becomes a cluster (a box around its contents).
+ * Closed calls cost nothing beyond one pass over the recording.
  */
 (function () {
   "use strict";
   var TV = (window.tensorview = window.tensorview || {});
   var TENSOR = TV.TENSOR, FUNCTION = TV.FUNCTION, MODULE = TV.MODULE;
+  var scope = TV.scope.scope, canonical = TV.scope.canonical;
   var NONE = 0, CONTRACTED = 1, DRAWN = 2;
   var FOLD_AUTO_THRESHOLD = 300;
   // this many tensors or more that hang off one node alone are drawn as one group
   var GROUP_MIN = 8;
-  var MAX_SHAPES = 4;
-
-  // -- which calls are boxes, opened, or hidden (transform/scope.py) -------------------------
-  function scope(g, st, fold) {
-    var n = g.n, opts = st.opts, hasCalls = g.hasCalls();
-    var s = {
-      boxOf: new Int32Array(n).fill(-1),
-      opened: new Uint8Array(n),
-      region: new Int32Array(n).fill(-1),
-      home: new Int32Array(n).fill(-1),
-      members: new Map(),
-      period: new Map(),
-      runOf: new Map(), // head of a folded box -> first call of the whole run
-      folds: [], // opened folds
-      visible: 0,
-    };
-    var boxOf = s.boxOf, region = s.region, headOf = new Map(), place = new Map();
-    var rest = new Set(); // calls of opened folds besides the repeat shown: closed unless opened
-
-    function isBox(m, root) {
-      if (g.end[m] === m + 1 || g.opaque(m)) return true; // nothing inside to show
-      var o = st.open.get(m);
-      if (o !== undefined) return !o;
-      if (root) return opts.depth === 0;
-      if (rest.has(m)) return true;
-      return g.depth[m] >= opts.depth || (opts.hide_module_functions && g.isBuiltin(m) && !hasCalls[m]);
-    }
-
-    function setFold(ids, period, runHead) {
-      s.members.set(ids[0], ids);
-      s.period.set(ids[0], period);
-      s.runOf.set(ids[0], runHead);
-      for (var k = 1; k < ids.length; k++) headOf.set(ids[k], ids[0]);
-    }
-
-    function foldChildren(m) {
-      if (!fold) return;
-      g.runs(m).forEach(function (r) {
-        var run = r[0], period = r[1], head = run[0], at = st.foldAt.get(head);
-        if (at === undefined) return setFold(run, period, head);
-        var groups = run.length / period;
-        at = Math.max(0, Math.min(groups - 1, at));
-        var f = { id: n + head, head: head, run: run, period: period, at: at, parent: g.parent[m] >= 0 ? m : -1 };
-        s.folds.push(f);
-        run.forEach(function (x) { place.set(x, f.id); });
-        var before = run.slice(0, at * period), after = run.slice((at + 1) * period);
-        before.concat(after).forEach(function (x) { rest.add(x); });
-        if (before.length >= 2 * period) setFold(before, period, head);
-        if (after.length >= 2 * period) setFold(after, period, head);
-      });
-    }
-
-    for (var i = 0; i < n; i++) {
-      var k = g.kind[i], p = g.parent[i];
-      if (p < 0) {
-        if (k !== MODULE) continue;
-        if (isBox(i, true)) {
-          boxOf[i] = i;
-          s.visible++;
-        } else {
-          s.opened[i] = 1;
-          foldChildren(i);
-        }
-        continue;
-      }
-      var b = boxOf[p];
-      if (b >= 0) {
-        boxOf[i] = b;
-        if (k === MODULE) region[i] = region[p];
-        continue;
-      }
-      if (k === FUNCTION) {
-        s.visible++;
-      } else if (k === MODULE) {
-        var where = place.has(i) ? place.get(i) : g.parent[p] >= 0 ? p : -1;
-        region[i] = s.home[i] = where;
-        var head = headOf.get(i);
-        if (head !== undefined) {
-          boxOf[i] = head;
-        } else if (s.members.has(i) || isBox(i, false)) {
-          boxOf[i] = i;
-          s.visible++;
-        } else {
-          s.opened[i] = 1;
-          region[i] = i;
-          foldChildren(i);
-        }
-      }
-    }
-    return s;
-  }
-
-  // -- roll: repeated calls of one path drawn as the first (transform/roll.py) -----------------
-  function canonical(g, s) {
-    var n = g.n, canon = new Int32Array(n), first = new Map();
-    for (var i = 0; i < n; i++) canon[i] = i;
-    for (i = 0; i < n; i++) {
-      if (g.kind[i] !== MODULE) continue;
-      var key = g.pathS[i];
-      if (!first.has(key)) first.set(key, i);
-      var f = first.get(key);
-      if (f === i) continue;
-      if (s.boxOf[i] === i && s.boxOf[f] === f && !s.members.has(i) && !s.members.has(f)) {
-        canon[i] = canon[f];
-      } else if (s.opened[i] && s.opened[f] && g.sameCall(f, i)) {
-        var off = i - f, end = g.end[i];
-        for (var j = i; j < end; j++) canon[j] = canon[j - off];
-      }
-    }
-    return canon;
-  }
 
   // -- which tensors are drawn (transform/tensors.py) ----------------------------------------
   function nodeMap(g, s, canon) {
@@ -418,68 +305,5 @@
 
   function order(c, n) { return c.fold ? c.fold.head - 0.5 : c.id; }
 
-  // -- labels (render/labels.py, without the annotation lines) --------------------------------
-  function span(paths) {
-    var first = paths[0], last = paths[paths.length - 1];
-    var i = first.lastIndexOf("."), j = last.lastIndexOf(".");
-    var head = first.slice(0, Math.max(i, 0)), a = first.slice(i + 1);
-    var head2 = last.slice(0, Math.max(j, 0)), b = last.slice(j + 1);
-    if (head === head2 && /^[0-9]+$/.test(a) && /^[0-9]+$/.test(b)) return head ? head + "." + a + "–" + b : a + "–" + b;
-    return first + "–" + last;
-  }
-
-  function tensorTexts(g, ids) {
-    var texts = ids.slice(0, MAX_SHAPES).map(function (t) { return g.tensorText(t); });
-    if (ids.length > MAX_SHAPES) texts.push("…+" + (ids.length - MAX_SHAPES));
-    return texts.length ? texts.join(", ") : "()";
-  }
-
-  function folded(v) { return v.members ? Math.floor(v.members.length / v.period) || 1 : 1; }
-
-  function moduleTitle(g, v) {
-    var cls = g.what(v.id);
-    if (v.members) {
-      var paths = v.members.map(function (m) { return g.path(m); });
-      if (v.period > 1) cls = v.members.slice(0, v.period).map(function (m) { return g.what(m); }).join(", ");
-      return span(paths) + ": " + cls + " ×" + folded(v);
-    }
-    return g.path(v.id) ? g.path(v.id) + ": " + cls : cls;
-  }
-
-  function labelLines(g, v, shapes) {
-    var i = v.id, lines;
-    if (v.kind === MODULE) {
-      lines = [moduleTitle(g, v)];
-      if (v.calls > 1) lines.push("×" + v.calls + " calls");
-      if (shapes) {
-        var last = v.members ? v.members[v.members.length - 1] : i;
-        lines.push(tensorTexts(g, g.inputTensors(i)) + " → " + tensorTexts(g, g.outputTensors(last)));
-      }
-    } else if (v.group) {
-      var texts = new Set(v.group.map(function (t) { return g.tensorText(t); }));
-      lines = [v.group.length + (v.isOutput ? " outputs" : v.isInput ? " inputs" : " tensors")];
-      if (shapes) lines.push(texts.size === 1 ? Array.from(texts)[0] + " each" : texts.size + " shapes");
-    } else if (v.kind === TENSOR) {
-      lines = [g.sourceName(i) || g.name(i)];
-      if (g.isParam(i)) {
-        var size = g.shape(i).reduce(function (x, y) { return x * y; }, 1);
-        lines.push(g.shapeText(i) + " " + g.dtype(i), size.toLocaleString("en-US") + " elements");
-      } else if (shapes) lines.push(g.tensorText(i));
-    } else {
-      lines = [g.what(i)];
-      if (v.calls > 1) lines.push("×" + v.calls + " calls");
-      if (shapes) lines.push("→ " + tensorTexts(g, g.outputTensors(i)));
-    }
-    return lines;
-  }
-
-  TV.view = {
-    build: build,
-    initialFold: initialFold,
-    labelLines: labelLines,
-    moduleTitle: moduleTitle,
-    span: span,
-    folded: folded,
-    FOLD_AUTO_THRESHOLD: FOLD_AUTO_THRESHOLD,
-  };
+  TV.view = { build: build, initialFold: initialFold, FOLD_AUTO_THRESHOLD: FOLD_AUTO_THRESHOLD };
 })();

@@ -1,4 +1,4 @@
-/* tensorview viewer, part 5: one viewer (state, actions, redraws).
+/* tensorview viewer, part 9: one viewer (state, actions, redraws).
  *
  * ``tensorview.mount(host, data, config)`` builds a viewer in ``host`` for the compact
  * graph ``data``; ``config`` holds the user's view options (``options``), the flow
