@@ -364,7 +364,7 @@ def test_a_view_too_big_to_lay_out_waits_to_be_asked(browser: Browser, tmp_path:
     assert len(graph.get_view().nodes) > 2600
     browser.open(graph.save(tmp_path / "big.html"))
     note = browser.driver.find_element(By.CSS_SELECTOR, ".tv-too-big")
-    assert "nodes (more than 2500)" in note.text and not browser.driver.find_elements(By.CSS_SELECTOR, ".tv-node")
+    assert "nodes (more than 1500)" in note.text and not browser.driver.find_elements(By.CSS_SELECTOR, ".tv-node")
     click(browser, browser.driver.find_element(By.CSS_SELECTOR, '[data-toggle-option="fold"]'))  # fold repeats
     assert not browser.driver.find_elements(By.CSS_SELECTOR, ".tv-too-big")
     assert len(browser.driver.find_elements(By.CSS_SELECTOR, ".tv-node")) == 3  # input, the x1300 box, output

@@ -12,7 +12,7 @@
   var TV = (window.tensorview = window.tensorview || {});
   var V = TV.view, MODULE = TV.MODULE, TENSOR = TV.TENSOR;
   // a view with more drawn nodes waits for the user to ask for its (slow) layout
-  var LAYOUT_LIMIT = 2500;
+  var LAYOUT_LIMIT = 1500;
 
   function h(tag, attrs, parent, content) {
     var e = document.createElement(tag);
@@ -178,7 +178,7 @@
     var self = this, note = h("div", { class: "tv-too-big" }, this.stage);
     this.pos = { nodes: new Map(), clusters: new Map(), edges: [], width: 0, height: 0 };
     this.canvas.draw({ nodes: [], edges: [], clusters: [] }, this.pos, {});
-    h("p", {}, note, "This view has " + view.nodes.length + " nodes (more than " + LAYOUT_LIMIT + "): laying it out may take minutes. Close modules or fold repeats, or");
+    h("p", {}, note, "This view has " + view.nodes.length + " nodes (more than " + LAYOUT_LIMIT + "): laying it out takes about 5 s per 1,000 nodes, and the page waits meanwhile. Close modules or fold repeats, or");
     var go = h("button", { type: "button" }, note, "lay it out anyway");
     go.addEventListener("click", function () {
       note.remove();
