@@ -204,14 +204,18 @@ def fragment(d: Drawing, *, library_: bool | None = None, height: int = HEIGHT) 
     """A notebook output: the viewer, with the library when ``library_`` is True, or when
     None and no earlier output of this process carried it."""
     global _library_sent
-    if not isinstance(height, int) or isinstance(height, bool) or height < 100:
-        raise InvalidInputError(f"height must be an int >= 100 (pixels), got {height!r}")
-    if library_ is not None and not isinstance(library_, bool):
-        raise InvalidTypeError(f"library must be True, False or None, got {library_!r}")
+    _check(height, library_)
     include = library_ if library_ is not None else not _library_sent
     if include:
         _library_sent = True
     return (library() + "\n" if include else "") + _viewer(d, f"height: {height}px", True)
+
+
+def _check(height: Any, library: Any) -> None:
+    if not isinstance(height, int) or isinstance(height, bool) or height < 100:
+        raise InvalidInputError(f"height must be an int >= 100 (pixels), got {height!r:.80}")
+    if library is not None and not isinstance(library, bool):
+        raise InvalidTypeError(f"library must be True, False or None, got {library!r:.80}")
 
 
 class Interactive:
@@ -219,13 +223,10 @@ class Interactive:
     ``html`` is that output's HTML (``graph.save("x.html")`` writes the standalone page)."""
 
     def __init__(self, drawing: Drawing, *, height: int = HEIGHT, library: bool | None = None) -> None:
+        _check(height, library)
         self.drawing = drawing
         self.height = height
         self.library = library
-        if not isinstance(height, int) or isinstance(height, bool) or height < 100:
-            raise InvalidInputError(f"height must be an int >= 100 (pixels), got {height!r}")
-        if library is not None and not isinstance(library, bool):
-            raise InvalidTypeError(f"library must be True, False or None, got {library!r}")
 
     @property
     def html(self) -> str:

@@ -229,7 +229,7 @@
     var go = h("button", "", form, "open");
     go.type = "button";
     go.addEventListener("click", function () {
-      var offset = v.runHead === v.id ? 0 : vw._groupOf(v);
+      var offset = v.runHead === v.id ? 0 : vw._repeatOf(v);
       vw.openFold(v.runHead, offset + Math.max(1, Math.min(groups, Number(input.value) || 1)) - 1);
     });
   }

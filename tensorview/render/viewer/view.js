@@ -166,7 +166,7 @@
 
   function build(g, st) {
     var n = g.n, opts = st.opts;
-    if (n === 0) return { nodes: [], edges: [], clusters: [], byId: new Map(), folded: false };
+    if (n === 0) return { nodes: [], edges: [], clusters: [], byId: new Map(), folded: false, groupOf: new Map() };
     var s = scope(g, st, st.fold);
     var canon = opts.roll ? canonical(g, s) : null;
     if (canon === null) {
@@ -183,11 +183,12 @@
     });
     g.inputs.forEach(function (t) { if (byId.has(tv.target[t])) byId.get(tv.target[t]).isInput = true; });
     g.outputs.forEach(function (t) { if (byId.has(tv.target[t])) byId.get(tv.target[t]).isOutput = true; });
-    var es = edges(g, s, vn, tv, opts.roll);
+    var es = edges(g, s, vn, tv, opts.roll), groupOf = new Map();
     if (st.group) {
       var grouped = groupLeaves(nodes, es, st.ungroup || new Set());
       nodes = grouped.nodes;
       es = grouped.edges;
+      groupOf = grouped.groupOf;
       byId = new Map();
       nodes.forEach(function (v, k) {
         v.index = k;
@@ -202,6 +203,7 @@
       folded: s.members.size > 0 || s.folds.length > 0,
       scope: s,
       target: tv.target,
+      groupOf: groupOf, // a tensor drawn inside a group node -> that node
       vn: vn,
     };
   }
@@ -265,7 +267,7 @@
         vs[0].isOutput = vs[0].isOutput || vs[k].isOutput;
       }
     });
-    if (!gone.size) return { nodes: nodes, edges: es };
+    if (!gone.size) return { nodes: nodes, edges: es, groupOf: gone };
     var kept = [], merged = new Map();
     es.forEach(function (e) {
       var src = gone.has(e.src) ? gone.get(e.src) : e.src, dst = gone.has(e.dst) ? gone.get(e.dst) : e.dst;
@@ -277,7 +279,7 @@
         kept.push(m);
       }
     });
-    return { nodes: nodes.filter(function (v) { return !gone.has(v.id); }), edges: kept };
+    return { nodes: nodes.filter(function (v) { return !gone.has(v.id); }), edges: kept, groupOf: gone };
   }
 
   /** Opened calls and opened folds that contain a drawn node, with their enclosing ones. */

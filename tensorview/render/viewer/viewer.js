@@ -212,7 +212,7 @@
   /** Open a closed module box (a folded box opens on its first repeat). */
   Viewer.prototype.open = function (id) {
     var v = this.view && this.view.byId.get(id);
-    if (v && v.members) return this.openFold(v.runHead, this._groupOf(v));
+    if (v && v.members) return this.openFold(v.runHead, this._repeatOf(v));
     if (this.g.kind[id] !== MODULE || !this._openable(id)) return Promise.resolve();
     this.state.open.set(id, true);
     return this.refresh(id);
@@ -250,7 +250,7 @@
   };
 
   // which repeat a folded box stands for inside its run (0 for the whole run)
-  Viewer.prototype._groupOf = function (v) {
+  Viewer.prototype._repeatOf = function (v) {
     if (v.runHead === v.id) return 0;
     var f = this.view.scope.folds.find(function (x) { return x.head === v.runHead; });
     return f ? f.run.indexOf(v.id) / f.period : 0;
@@ -283,6 +283,7 @@
     if (!v) return -1;
     if (v.byId.has(id)) return id;
     var k = this.g.kind[id] === TENSOR ? v.target[id] : v.vn[id];
+    if (v.groupOf.has(k)) k = v.groupOf.get(k);
     return k >= 0 && v.byId.has(k) ? k : -1;
   };
 
