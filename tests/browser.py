@@ -153,7 +153,7 @@ def readme_screenshot(target: Path) -> None:
                 "var v = tensorview.viewers[0]; tensorview.panel.select(v, arguments[0], false);"
                 "v.canvas.scale = 0.8; v.canvas.centerOn(v.pos.clusters.get(arguments[1])); v.canvas.ty += 50; v.canvas.apply();",
                 paths["model.layers.1.self_attn"],
-                len(graph.graph.nodes) + paths["model.layers.0"],  # the opened fold
+                paths["model.layers.1"],  # the opened fold: its box is the repeat drawn
             )
             browser.driver.save_screenshot(str(target))
         finally:

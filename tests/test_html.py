@@ -94,6 +94,7 @@ def test_compact_form_round_trips_the_whole_recording(name: str) -> None:
     assert data["modules"] == {m.id: (m.path, m.cls_module, m.end, m.failed | m.opaque << 1) for m in g.modules()}
     assert data["tensors"] == {t.id: (t.dtype, t.device, t.role) for t in g.tensors()}
     assert data["what"] == [_what(n) for n in g.nodes]
+    assert data["fields"] == {t.id: t.field for t in g.tensors() if t.field is not None}
     assert data["notes"] == {"tag": {i: [i % 3, "x"] for i in range(0, len(g.nodes), 2)}}
 
 

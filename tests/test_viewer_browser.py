@@ -49,6 +49,10 @@ def clusters(b: Browser) -> set[int]:
     return {int(e.get_attribute("data-cluster")) for e in b.driver.find_elements(By.CSS_SELECTOR, ".tv-cluster")}
 
 
+def box_of(b: Browser, cluster_id: int) -> Any:
+    return b.driver.find_element(By.CSS_SELECTOR, f'.tv-cluster[data-cluster="{cluster_id}"]')
+
+
 def node(b: Browser, node_id: int) -> Any:
     return b.driver.find_element(By.CSS_SELECTOR, f'.tv-node[data-id="{node_id}"]')
 
@@ -80,11 +84,14 @@ def module_id(g: Graph, path: str) -> int:
 # -- the view computed in the browser is the view tensorview computes ----------------------------
 PORT = """
 var g = new tensorview.Graph(arguments[0]), opts = arguments[1];
-var st = {opts: opts, open: new Map(), foldAt: new Map(), group: false};
+var repeat = opts.open_folds === true ? 0 : opts.open_folds === false ? null : opts.open_folds;
+var st = {opts: opts, open: new Map(), foldAt: new Map(), group: false, repeat: repeat};
 st.fold = tensorview.view.initialFold(g, st);
 var v = tensorview.view.build(g, st);
 return {
-  nodes: v.nodes.map(function (n) { return [n.id, n.calls, n.members ? Array.from(n.members) : [], n.isInput, n.isOutput, n.cluster]; }),
+  nodes: v.nodes.map(function (n) {
+    return [n.id, n.calls, n.members ? Array.from(n.members) : [], n.group ? Array.from(n.group) : [], n.isInput, n.isOutput, n.cluster];
+  }),
   edges: v.edges.map(function (e) { return [e.src, e.dst, e.count, e.order]; }),
   clusters: v.clusters.map(function (c) { return [c.id, c.parent]; }),
   folded: v.folded,
@@ -98,6 +105,8 @@ OPTION_SETS = [
     ViewOptions(depth=0),
     ViewOptions(depth=10, hide_inner_tensors=False, show_params=True, expand_nested=True, hide_module_functions=False),
     ViewOptions(fold=True, roll=True, expand_nested=True),
+    ViewOptions(fold=True, open_folds=True, expand_nested=True),
+    ViewOptions(depth=1, open_folds=-1, expand_nested=True, hide_inner_tensors=False),
 ]
 
 
@@ -105,7 +114,15 @@ def python_view(g: Graph, opts: ViewOptions) -> dict[str, Any]:
     v = build_view(g, opts)
     return {
         "nodes": [
-            [n.id, n.calls, list(n.members), n.is_input, n.is_output, -1 if n.cluster is None else n.cluster]
+            [
+                n.id,
+                n.calls,
+                list(n.members),
+                list(n.group),
+                n.is_input,
+                n.is_output,
+                -1 if n.cluster is None else n.cluster,
+            ]
             for n in v.nodes
         ],
         "edges": [[e.src, e.dst, e.count, e.order] for e in v.edges],
@@ -173,7 +190,7 @@ def test_browser_views_equal_python_views(browser: Browser, tmp_path: Path) -> N
             if not opts.expand_nested:  # Python draws no clusters then; the viewer always does
                 got["clusters"] = want["clusters"]
                 for a, b in zip(got["nodes"], want["nodes"]):
-                    a[5] = b[5]
+                    a[6] = b[6]
             assert got == want, f"{name} {opts}"
             compared += 1
     assert compared == len(port_cases()) * len(OPTION_SETS)
@@ -238,43 +255,46 @@ def test_decoder_folds_open_on_a_chosen_repeat(browser: Browser, tmp_path: Path)
     fold = node(browser, layer[0])
     assert "model.layers.0–5: LlamaDecoderLayer ×6" in fold.text
     view = graph.get_view()
-    caches = [n.id for n in view.nodes if n.is_output and n.id != g.outputs[0]]  # 12 key/value caches: one group
-    assert ids(browser, ".tv-node") == {n.id for n in view.nodes} - set(caches[1:]) and len(caches) == 12
+    assert ids(browser, ".tv-node") == {n.id for n in view.nodes}
+    (cache,) = [n.id for n in view.nodes if n.group]  # the 12 key/value caches: one node
+    assert node(browser, cache).text.startswith("past_key_values (6 × 2 tensors)")
 
-    click(browser, fold)  # open the fold: the first repeat (opened, as depth 3 asks), the rest folded after it
-    n = len(g.nodes)
-    assert browser.driver.find_elements(By.CSS_SELECTOR, f'.tv-fold-box[data-cluster="{n + layer[0]}"]')
-    assert clusters(browser) >= {layer[0], n + layer[0]}
-    drawn = ids(browser, ".tv-node")
-    assert layer[1] in drawn and layer[2] not in drawn  # layers.1–5 folded in one box
-    assert "model.layers.1–5: LlamaDecoderLayer ×5" in node(browser, layer[1]).text
+    click(browser, fold)  # open the fold: its first repeat drawn opened in the fold's box, the others not
+    assert layer[0] in clusters(browser) and "tv-fold-box" in box_of(browser, layer[0]).get_attribute("class")
+    assert "model.layers.0–5: LlamaDecoderLayer ×6 — showing 1/6: model.layers.0" in box_of(browser, layer[0]).text
+    drawn = ids(browser, ".tv-node") | clusters(browser)
+    assert not {layer[i] for i in range(1, 6)} & drawn
+    assert module_id(g, "model.layers.0.mlp") in drawn
 
     click(browser, browser.driver.find_element(By.CSS_SELECTOR, '.tv-step[data-step="1"]'))  # next repeat
-    assert layer[1] in clusters(browser) and {layer[0], layer[2]} <= ids(browser, ".tv-node")  # 0 alone, 2–5 folded
+    assert layer[1] in clusters(browser) and layer[0] not in clusters(browser) | ids(browser, ".tv-node")
 
-    browser.js("tensorview.panel.select(tensorview.viewers[0], arguments[0], false)", layer[2])
+    browser.js("tensorview.panel.select(tensorview.viewers[0], arguments[0], false)", layer[1])
     chooser = browser.driver.find_element(By.CSS_SELECTOR, ".tv-fold-chooser input")
+    assert chooser.get_attribute("value") == "2"
     chooser.clear()
-    chooser.send_keys("4")  # repeat 4 of the 4 in layers.2–5: layers.5
+    chooser.send_keys("6")  # the last repeat
     click(browser, browser.driver.find_element(By.CSS_SELECTOR, ".tv-fold-chooser button"))
-    assert layer[5] in clusters(browser) and layer[4] not in ids(browser, ".tv-node")
-    assert "model.layers.0–4: LlamaDecoderLayer ×5" in node(browser, layer[0]).text
-    attn, mlp = module_id(g, "model.layers.5.self_attn"), module_id(g, "model.layers.5.mlp")
-    assert {attn, mlp} <= ids(browser, ".tv-node")
-    click(browser, browser.driver.find_element(By.CSS_SELECTOR, f'[data-toggle="{layer[5]}"]'))  # close the repeat
-    assert layer[5] in ids(browser, ".tv-node") and mlp not in ids(browser, ".tv-node")
-    click(browser, node(browser, layer[5]))  # and open it again by a click on its box
-    assert mlp in ids(browser, ".tv-node")
+    assert layer[5] in clusters(browser) and layer[1] not in clusters(browser)
+    mlp5 = module_id(g, "model.layers.5.mlp")
+    assert mlp5 in ids(browser, ".tv-node")
+    click(browser, browser.driver.find_element(By.CSS_SELECTOR, f'[data-toggle="{layer[5]}"]'))  # close the fold
+    assert layer[0] in ids(browser, ".tv-node") and mlp5 not in ids(browser, ".tv-node")
+    click(browser, node(browser, layer[0]))  # open it again, and a module inside
+    attn = module_id(g, "model.layers.0.self_attn")
+    click(browser, node(browser, attn))
+    assert attn in clusters(browser) and module_id(g, "model.layers.0.self_attn.q_proj") in ids(browser, ".tv-node")
 
     box = browser.driver.find_element(By.CSS_SELECTOR, ".tv-search")
-    box.send_keys("model.layers.5.mlp", Keys.ENTER)
-    assert mlp in ids(browser, ".tv-hit")
+    box.send_keys("model.layers.0.mlp", Keys.ENTER)
+    assert module_id(g, "model.layers.0.mlp") in ids(browser, ".tv-hit")
     box.clear()
     q_proj = module_id(g, "model.layers.2.self_attn.q_proj")
     box.send_keys("layers.2.self_attn.q_proj")
     row = browser.find(f'.tv-result[data-result="{q_proj}"]')
-    click(browser, row)  # a result inside folded boxes: opened around it and selected
-    assert q_proj in ids(browser, ".tv-node") and ids(browser, ".tv-selected") == {q_proj}
+    click(browser, row)  # a result in a ghost repeat: its repeat drawn, opened around it, selected
+    assert layer[2] in clusters(browser) and q_proj in ids(browser, ".tv-node")
+    assert ids(browser, ".tv-selected") == {q_proj}
     crumbs = [e.text for e in browser.driver.find_elements(By.CSS_SELECTOR, ".tv-crumb")]
     assert crumbs[1:] == ["model", "model.layers.2", "model.layers.2.self_attn", "model.layers.2.self_attn.q_proj"]
     browser.screenshot("viewer-decoder.png")
@@ -306,26 +326,24 @@ def test_llama_70b_opens_and_its_80_layers_unfold(browser: Browser, tmp_path: Pa
     assert len(page.encode()) - len(viewer_html.library().encode()) < 1 << 20  # the page without the library
     browser.open(tmp_path / "llama70b.html")
     view = graph.get_view()
-    caches = [n.id for n in view.nodes if n.is_output and n.id != g.outputs[0]]
-    assert len(caches) == 160 and len(view.nodes) == 188
-    # the 160 key/value caches are one group node: 188 - 160 + 1 drawn
-    assert ids(browser, ".tv-node") == {n.id for n in view.nodes} - set(caches[1:])
-    assert node(browser, caches[0]).text.startswith("160 outputs")
+    assert ids(browser, ".tv-node") == {n.id for n in view.nodes} and len(view.nodes) < 40
+    (cache,) = [n.id for n in view.nodes if n.group]  # the 160 key/value caches: one node
+    assert node(browser, cache).text.startswith("past_key_values (80 × 2 tensors)")
     got = browser.js(
         PORT.replace("arguments[0]", "tensorview.viewers[0].g.data"), None, viewer_html.config(graph)["options"]
     )
     want = python_view(g, graph.options)
-    assert [n[:5] for n in got["nodes"]] == [n[:5] for n in want["nodes"]] and got["edges"] == want["edges"]
+    assert [n[:6] for n in got["nodes"]] == [n[:6] for n in want["nodes"]] and got["edges"] == want["edges"]
 
     layers0 = module_id(g, "model.layers.0")
     click(browser, node(browser, layers0))
     layers1, layers79 = module_id(g, "model.layers.1"), module_id(g, "model.layers.79")
-    assert layers0 in clusters(browser) and layers1 in ids(browser, ".tv-node")  # layers.1–79 in one box
-    assert "model.layers.1–79: LlamaDecoderLayer ×79" in node(browser, layers1).text
+    assert layers0 in clusters(browser) and layers1 not in ids(browser, ".tv-node") | clusters(browser)
+    assert "model.layers.0–79: LlamaDecoderLayer ×80 — showing 1/80" in box_of(browser, layers0).text
     browser.js("tensorview.viewers[0].openFold(arguments[0], 79)", layers0)
     browser.wait_ready()
     assert layers79 in clusters(browser) and module_id(g, "model.layers.79.mlp") in ids(browser, ".tv-node")
-    assert layers1 not in ids(browser, ".tv-node") and "×79" in node(browser, layers0).text
+    assert "showing 80/80" in box_of(browser, layers79).text
     browser.screenshot("viewer-llama70b.png")
     assert_clean(browser)
 

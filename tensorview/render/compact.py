@@ -60,6 +60,7 @@ def encode(g: Graph) -> dict[str, Any]:
     tensor_kinds: dict[tuple[str, str, str], int] = {}
     copy_of: list[int] = []
     source_names: list[int] = []
+    fields: list[int] = []
     for node in g.nodes:
         i = node.id
         up.append(0 if node.parent is None else i - node.parent)
@@ -74,6 +75,8 @@ def encode(g: Graph) -> dict[str, Any]:
                     copy_of += (i, node.copy_of)
                 if node.source_name is not None:
                     source_names += (i, s(node.source_name))
+                if node.field is not None:
+                    fields += (i, s(node.field))
             case FunctionNode():
                 kinds.append("f")
                 what.append(s(node.op))
@@ -105,6 +108,7 @@ def encode(g: Graph) -> dict[str, Any]:
         "tensor_kinds": [list(k) for k in tensor_kinds],
         "copy_of": copy_of,
         "source_name_s": source_names,
+        "field_s": fields,
         "edges": edges,
         "notes": [_layer(g, name) for name in g.annotations],
         "inputs": list(g.inputs),
@@ -138,7 +142,7 @@ def decode(data: dict[str, Any]) -> dict[str, Any]:
     """The columns of ``encode``'s data with every index resolved (for tests and tools):
     ``kind``, ``parent``, ``name``, ``what``, ``edges`` as ``(src, dst)`` pairs, ``notes``
     as ``{layer: {id: value}}``, ``modules`` as ``{id: (path, class_module, end, flags)}``,
-    ``tensors`` as ``{id: (dtype, device, role)}``."""
+    ``tensors`` as ``{id: (dtype, device, role)}``, ``fields`` as ``{id: field}``."""
     strings = data["strings"]
     kind = data["kind"]
     parent = [None if d == 0 else i - d for i, d in enumerate(data["up"])]
@@ -172,4 +176,5 @@ def decode(data: dict[str, Any]) -> dict[str, Any]:
         "modules": modules,
         "tensors": tensors,
         "notes": notes,
+        "fields": {data["field_s"][k]: strings[data["field_s"][k + 1]] for k in range(0, len(data["field_s"]), 2)},
     }

@@ -30,6 +30,7 @@
     this.tkind = new Int32Array(n).fill(-1);
     this.copyOf = new Int32Array(n).fill(-1);
     this.sourceNameS = new Int32Array(n).fill(-1);
+    this.fieldS = new Int32Array(n).fill(-1); // outputs: the field of the returned value
     this.nameS = data.name_s;
     this.whatS = data.what_s;
     this.tensorKinds = data.tensor_kinds;
@@ -60,6 +61,7 @@
     for (i = 0; i < data.failed.length; i++) this.flags[data.failed[i]] |= FAILED;
     for (i = 0; i < data.copy_of.length; i += 2) this.copyOf[data.copy_of[i]] = data.copy_of[i + 1];
     for (i = 0; i < data.source_name_s.length; i += 2) this.sourceNameS[data.source_name_s[i]] = data.source_name_s[i + 1];
+    for (i = 0; i < data.field_s.length; i += 2) this.fieldS[data.field_s[i]] = data.field_s[i + 1];
     this._edges(data.edges);
     this._notes(data.notes);
     this._kids = null;
@@ -119,6 +121,7 @@
   Graph.prototype.role = function (t) { return this.tensorKinds[this.tkind[t]][2]; };
   Graph.prototype.isParam = function (t) { var r = this.role(t); return r === "parameter" || r === "buffer"; };
   Graph.prototype.sourceName = function (t) { return this.sourceNameS[t] >= 0 ? this.strings[this.sourceNameS[t]] : null; };
+  Graph.prototype.field = function (t) { return this.fieldS[t] >= 0 ? this.strings[this.fieldS[t]] : null; };
   Graph.prototype.callEnd = function (m) { return this.end[m]; };
   Graph.prototype.successors = function (i) { return list(this.succ, i); };
   Graph.prototype.predecessors = function (i) { return list(this.pred, i); };

@@ -208,7 +208,9 @@
     if (v && v.calls > 1) row(dl, "calls", v.calls);
     if (g.failed(id) && k !== TENSOR) row(dl, "failed", "yes");
     g.notesOf(id).forEach(function (note) { row(dl, note[0], fmtValue(note[1])); });
-    if (v && v.members) foldChooser(vw, d, v);
+    if (v && v.members) foldChooser(vw, d, v.id, v.members, v.period, 0);
+    var fold = vw._fold(id);
+    if (fold) foldChooser(vw, d, fold.head, fold.members, fold.period, fold.shown);
     if (v && v.group) {
       row(dl, "group", v.group.length + " tensors (click to draw them one by one)");
       v.group.slice(0, 24).forEach(function (t) { row(dl, g.sourceName(t) || g.name(t), g.tensorText(t)); });
@@ -216,21 +218,20 @@
     }
   }
 
-  // "show repeat [k] of N" for a folded box
-  function foldChooser(vw, d, v) {
-    var groups = V.folded(v), form = h("div", "tv-fold-chooser", d);
+  // "show repeat [k] of N" for a folded box or an opened fold
+  function foldChooser(vw, d, head, members, period, shown) {
+    var count = Math.floor(members.length / period) || 1, form = h("div", "tv-fold-chooser", d);
     h("span", "", form, "show repeat ");
     var input = h("input", "", form);
     input.type = "number";
     input.min = "1";
-    input.max = String(groups);
-    input.value = "1";
-    h("span", "", form, " of " + groups + " ");
+    input.max = String(count);
+    input.value = String(shown + 1);
+    h("span", "", form, " of " + count + " ");
     var go = h("button", "", form, "open");
     go.type = "button";
     go.addEventListener("click", function () {
-      var offset = v.runHead === v.id ? 0 : vw._repeatOf(v);
-      vw.openFold(v.runHead, offset + Math.max(1, Math.min(groups, Number(input.value) || 1)) - 1);
+      vw.openFold(head, Math.max(1, Math.min(count, Number(input.value) || 1)) - 1);
     });
   }
 

@@ -31,8 +31,10 @@
     this.g = new TV.Graph(data);
     this.config = config;
     this.dir = config.graph_dir || "TB";
-    this.state = { opts: opts, open: new Map(), foldAt: new Map(), fold: false, group: true, ungroup: new Set() };
-    this.state.fold = V.initialFold(this.g, this.state);
+    // open_folds: every fold drawn opened on this repeat (null: closed boxes)
+    var repeat = opts.open_folds === true ? 0 : opts.open_folds === false || opts.open_folds == null ? null : opts.open_folds;
+    this.state = { opts: opts, open: new Map(), foldAt: new Map(), fold: "none", repeat: repeat, group: true, ungroup: new Set() };
+    this.state.fold = this.initialFold = V.initialFold(this.g, this.state);
     this.selected = -1;
     this.hits = [];
     this.hitAt = -1;
@@ -80,7 +82,7 @@
 
   Viewer.prototype._syncToggles = function () {
     var o = this.state.opts;
-    this.toggles.fold.checked = this.state.fold;
+    this.toggles.fold.checked = this.state.fold !== "none";
     this.toggles.tensors.checked = !o.hide_inner_tensors;
     this.toggles.params.checked = o.show_params;
     this.toggles.shapes.checked = o.show_shapes;
@@ -88,7 +90,7 @@
 
   Viewer.prototype.setOption = function (name, on) {
     var o = this.state.opts;
-    if (name === "fold") this.state.fold = on;
+    if (name === "fold") this.state.fold = on ? (this.initialFold === "none" ? "all" : this.initialFold) : "none";
     else if (name === "tensors") o.hide_inner_tensors = !on;
     else if (name === "params") o.show_params = on;
     else if (name === "shapes") o.show_shapes = on;
@@ -102,10 +104,9 @@
   Viewer.prototype.header = function (c) {
     var g = this.g;
     if (c.fold) {
-      var f = c.fold, groups = f.run.length / f.period, shown = f.run.slice(f.at * f.period, (f.at + 1) * f.period);
-      var v = { id: f.head, members: f.run, period: f.period };
-      var paths = shown.map(function (m) { return g.path(m); });
-      return V.moduleTitle(g, v) + " — showing " + (f.at + 1) + "/" + groups + ": " + (paths.length > 1 ? V.span(paths) : paths[0]);
+      var f = c.fold, count = Math.floor(f.members.length / f.period);
+      var paths = f.members.slice(f.shown * f.period, (f.shown + 1) * f.period).map(function (m) { return g.path(m); });
+      return V.foldTitle(g, f.members, f.period) + " — showing " + (f.shown + 1) + "/" + count + ": " + (paths.length > 1 ? V.span(paths) : paths[0]);
     }
     return g.path(c.id) ? g.path(c.id) + ": " + g.what(c.id) : g.what(c.id);
   };
@@ -198,9 +199,13 @@
 
   Viewer.prototype._openable = function (m) { return !(this.g.end[m] === m + 1 || this.g.opaque(m)); };
 
+  // where node or cluster ``id`` is drawn; for a fold's first call, also its fold's box
   Viewer.prototype._boxOf = function (id) {
     if (!this.pos) return null;
-    return this.pos.nodes.get(id) || this.pos.clusters.get(id) || null;
+    var b = this.pos.nodes.get(id) || this.pos.clusters.get(id);
+    if (b || !this.view) return b || null;
+    var c = this.view.clusters.find(function (x) { return x.fold && x.fold.head === id; });
+    return c ? this.pos.clusters.get(c.id) || null : null;
   };
 
   Viewer.prototype._screenOf = function (id) {
@@ -212,7 +217,7 @@
   /** Open a closed module box (a folded box opens on its first repeat). */
   Viewer.prototype.open = function (id) {
     var v = this.view && this.view.byId.get(id);
-    if (v && v.members) return this.openFold(v.runHead, this._repeatOf(v));
+    if (v && v.members) return this.openFold(id, 0);
     if (this.g.kind[id] !== MODULE || !this._openable(id)) return Promise.resolve();
     this.state.open.set(id, true);
     return this.refresh(id);
@@ -224,53 +229,52 @@
     return this.refresh(id);
   };
 
-  /** Close an opened call or opened fold (a cluster id). */
+  // the opened fold whose box is cluster ``id`` (null for an opened call)
+  Viewer.prototype._fold = function (id) {
+    var c = this.view && this.view.clusters.find(function (x) { return x.id === id; });
+    return c && c.fold ? c.fold : null;
+  };
+
+  /** Close an opened call or an opened fold (a cluster id). */
   Viewer.prototype.close = function (id) {
-    if (id >= this.g.n) {
-      var head = id - this.g.n;
-      this.state.foldAt.delete(head);
-      return this.refresh(head);
+    var fold = this._fold(id);
+    if (fold) {
+      this.state.foldAt.set(fold.head, null);
+      return this.refresh(fold.head);
     }
     this.state.open.set(id, false);
     return this.refresh(id);
   };
 
-  /** Show repeat ``at`` (0-based) of the folded run starting with call ``head``. */
+  /** Draw repeat ``at`` (0-based) of the fold whose first call is ``head``, opened. */
   Viewer.prototype.openFold = function (head, at) {
     this.state.foldAt.set(head, Math.max(0, at | 0));
-    return this.refresh(this.g.n + head);
+    return this.refresh(head);
   };
 
+  /** The next (``delta`` 1) or previous (-1) repeat of an opened fold. */
   Viewer.prototype.step = function (head, delta) {
-    var at = this.state.foldAt.get(head);
-    if (at === undefined) return Promise.resolve();
-    var f = this.view.scope.folds.find(function (x) { return x.head === head; });
-    var groups = f ? f.run.length / f.period : at + 1;
-    return this.openFold(head, Math.max(0, Math.min(groups - 1, at + delta)));
-  };
-
-  // which repeat a folded box stands for inside its run (0 for the whole run)
-  Viewer.prototype._repeatOf = function (v) {
-    if (v.runHead === v.id) return 0;
-    var f = this.view.scope.folds.find(function (x) { return x.head === v.runHead; });
-    return f ? f.run.indexOf(v.id) / f.period : 0;
+    var c = this.view.clusters.find(function (x) { return x.fold && x.fold.head === head; });
+    if (!c) return Promise.resolve();
+    var count = Math.floor(c.fold.members.length / c.fold.period);
+    return this.openFold(head, Math.max(0, Math.min(count - 1, c.fold.shown + delta)));
   };
 
   /** Open every call around IR node ``id`` (and the repeats of folds it is in). */
   Viewer.prototype.reveal = function (id) {
-    var g = this.g, chain = [];
+    var g = this.g, st = this.state, chain = [];
     for (var p = g.kind[id] === MODULE ? id : g.parent[id]; p >= 0; p = g.parent[p]) chain.unshift(p);
-    var self = this;
     chain.forEach(function (m, k) {
       var parent = g.parent[m];
-      if (self.state.fold && parent >= 0) {
+      if (st.fold !== "none" && parent >= 0) {
         g.runs(parent).forEach(function (r) {
           var i = r[0].indexOf(m);
-          if (i >= 0) self.state.foldAt.set(r[0][0], Math.floor(i / r[1]));
+          if (i >= 0 && TV.scope.selects(g, st.fold, r[0], r[1])) st.foldAt.set(r[0][0], Math.floor(i / r[1]));
         });
       }
-      if (k < chain.length - 1 || g.kind[id] !== MODULE) self.state.open.set(m, true);
+      if (k < chain.length - 1 || g.kind[id] !== MODULE) st.open.set(m, true);
     });
+    var self = this;
     return this.refresh(null).then(function () {
       var shown = self.drawnFor(id);
       if (shown >= 0) self.select(shown, true);
