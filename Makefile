@@ -4,6 +4,7 @@
 #   make bench  set up everything (plus torchview), then print the benchmark table
 #   make test-torch TORCH=torch==2.15.0
 #               the test suite against another torch, in its own virtualenv (.venv-torch)
+#   make vendor refresh the viewer's vendored elkjs from the npm registry (ELKJS_VERSION)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -12,10 +13,13 @@ TORCH  ?= torch==2.13.0
 # with a 3 s limit), else pip's configured index as before
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_VENV  ?= .venv-torch
+# the layout library of the HTML viewer, vendored into the package (make vendor)
+ELKJS_VERSION ?= 0.12.1
+VENDOR := tensorview/render/viewer/vendor
 
-.PHONY: setup demo test test-torch bench clean format
+.PHONY: setup demo test test-torch bench clean format vendor chromium
 
-setup: $(VENV)/.installed graphviz
+setup: $(VENV)/.installed graphviz chromium
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +34,23 @@ graphviz: $(VENV)/.installed
 	@command -v dot >/dev/null 2>&1 || ( [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq && apt-get install -y -qq graphviz >/dev/null) ) || \
 	  $(PY) -m pip install -q graphviz-pure || echo "warning: no Graphviz program; DOT and JSON output still work"
+
+# headless Chromium and its driver for the viewer's browser tests: the system packages where
+# we may install them (else those tests are skipped and say why)
+chromium:
+	@( command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 ) || \
+	  ( [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) ) || \
+	  echo "warning: no chromium/chromedriver; the viewer's browser tests will be skipped"
+
+# the viewer's layout library, from the npm registry (npm pack: no install, no scripts run)
+vendor:
+	rm -rf build/elkjs && mkdir -p build/elkjs
+	cd build/elkjs && npm pack --silent elkjs@$(ELKJS_VERSION) >/dev/null && tar xzf elkjs-$(ELKJS_VERSION).tgz
+	cp build/elkjs/package/lib/elk.bundled.js $(VENDOR)/elk.bundled.js
+	cp build/elkjs/package/LICENSE.md $(VENDOR)/LICENSE-elkjs.md
+	echo $(ELKJS_VERSION) > $(VENDOR)/VERSION
+	@echo "elkjs $(ELKJS_VERSION) vendored into $(VENDOR); update the version in $(VENDOR)/README.md"
 
 demo: setup
 	$(PY) -m tensorview.demo docs/images/demo.svg

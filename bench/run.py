@@ -7,7 +7,10 @@ defaults, + ``visual_graph.source``), Graphviz ``dot -Tsvg`` of tensorview's def
 and the ratios Recorder/plain and torchview/tensorview.  Times are medians of several runs
 after a warm-up; judge by the ratios, which are taken in the same run.
 
-    python bench/run.py [--write-docs] [--only SUBSTRING] [--quick]
+The HTML viewer (open time of Llama-3-70B in headless Chromium, page size, a 100k-node
+recording) and the cost of source locations are measured by bench/viewer.py.
+
+    python bench/run.py [--write-docs] [--only SUBSTRING] [--quick] [--no-viewer]
 """
 
 from __future__ import annotations
@@ -491,6 +494,7 @@ def main() -> None:
     ap.add_argument("--only", help="run only the models whose name contains this")
     ap.add_argument("--repeats", type=int, help="timed runs per model (default: per model)")
     ap.add_argument("--quick", action="store_true", help="skip the scaling and memory measurements")
+    ap.add_argument("--no-viewer", action="store_true", help="skip the HTML viewer in headless Chromium")
     opts = ap.parse_args()
 
     started = time.perf_counter()
@@ -505,14 +509,29 @@ def main() -> None:
         lin = linearity()
         mem = graph_memory()
         rep = repeated_draws()
+    viewer_lines: list[str] = []
     cells = table_rows(rows)
     results = targets(rows, lin, mem, rep)
     if not opts.only or opts.only in "llama3-70b pictures":
         results += picture_targets(measure_pictures())  # issue 11: readable pictures of the 70B
+    if not opts.no_viewer:
+        import viewer
+
+        sys.path.insert(0, str(ROOT))
+        from tests.browser import why_no_browser
+
+        reason = why_no_browser()
+        if reason is None:
+            measured = viewer.run()
+            viewer_lines = viewer.lines(measured)
+            results += viewer.targets(measured)
+        else:
+            viewer_lines = [f"HTML viewer not measured: {reason}"]
     total = time.perf_counter() - started
 
     print(text_table(cells))
     print()
+    print("\n".join(viewer_lines) + ("\n" if viewer_lines else ""))
     for name, ok, detail in results:
         print(f"[{'PASS' if ok else 'FAIL'}] {name}: {detail}")
     print(f"\n(total {total:.0f} s)")
@@ -545,6 +564,12 @@ def main() -> None:
             "(docs/recording.md, `meta_replay`); torchview and the plain forward run every kernel.\n\n"
             f"Machine: {machine()}.  Total run time {total:.0f} s.\n\n"
             + md_table(cells)
+            + (
+                "\n## HTML viewer and source locations (bench/viewer.py)\n\n"
+                + "".join(f"- {line}\n" for line in viewer_lines)
+                if viewer_lines
+                else ""
+            )
             + "\n## Targets\n\n"
             + "".join(f"- {'**pass**' if ok else '**FAIL**'}: {name}: {detail}\n" for name, ok, detail in results)
             + profile_section()

@@ -27,7 +27,7 @@ from .graph import (
     annotate,
 )
 from .graph.listing import fmt_shapes, one_line, printable, shorten
-from .render import RENDER_OPTION_NAMES, DotRenderer, GraphvizStyler, RenderOptions, run_dot, styler_for
+from .render import RENDER_OPTION_NAMES, DotRenderer, GraphvizStyler, Interactive, RenderOptions, run_dot, styler_for
 from .render.formats import Format, extensions, format_for, formats
 from .transform import build_view
 
@@ -120,7 +120,7 @@ class ComputationGraph:
     def save(self, path: str | os.PathLike[str], *, format: str | None = None) -> str:
         """Write the drawing; the format comes from the extension (or ``format``), one of
         the registered formats: svg, png, pdf (via ``dot``), gv/dot (DOT source), json
-        (the full graph, ``to_json``)."""
+        (the full graph, ``to_json``), html (the interactive viewer, one self-contained page)."""
         path = _check_path(path)
         if format is not None and not isinstance(format, str):
             raise InvalidTypeError(
@@ -147,6 +147,13 @@ class ComputationGraph:
         return self.graph.to_dict()
 
     # -- display -----------------------------------------------------------------------
+    def interactive(self, *, height: int = 640, library: bool | None = None) -> Interactive:
+        """The interactive viewer, displayed inline by Jupyter (JupyterLab, classic, VS Code):
+        open and close modules and folded repeats, search, details.  ``height`` in pixels;
+        ``library``: put the viewer's scripts into this output (default: only into the
+        first viewer output of the process, as the page keeps them)."""
+        return Interactive(self, height=height, library=library)
+
     def _repr_mimebundle_(
         self, include: Iterable[str] | None = None, exclude: Iterable[str] | None = None
     ) -> dict[str, str]:
@@ -159,7 +166,7 @@ class ComputationGraph:
             if not fmt.display or fmt.mime in excluded or (wanted is not None and fmt.mime not in wanted):
                 continue
             try:
-                data = self.produce(fmt)
+                data = fmt.inline(self) if fmt.inline is not None else self.produce(fmt)
             except RenderError as e:
                 text += f"\n(no drawing: {e})"
                 continue

@@ -78,7 +78,9 @@ def test_recorder_options_checked_at_construction() -> None:
 
 
 def test_save_format_must_be_a_str(graph: tv.ComputationGraph, tmp_path: Path) -> None:
-    with pytest.raises(tv.InvalidTypeError, match=r"save format must be a str, one of \['svg', .*'json'\], got int: 5"):
+    with pytest.raises(
+        tv.InvalidTypeError, match=r"save format must be a str, one of \['svg', .*'json', 'html'.*\], got int: 5"
+    ):
         graph.save(tmp_path / "x.svg", format=5)  # type: ignore[arg-type]
     assert not (tmp_path / "x.svg").exists()
 

@@ -260,7 +260,8 @@ def test_batchnorm_statistics_and_flags_of_the_caller_never_change(start: str, m
     model = Normed().train(start == "train")
     flags = [m.training for m in model.modules()]
     before = _state(model)
-    graph = tv.draw_graph(model, input_data=torch.randn(8, 4) * 5 + 3, mode=mode)
+    # source=False: the Recorder below records no source lines, and the JSON is compared whole
+    graph = tv.draw_graph(model, input_data=torch.randn(8, 4) * 5 + 3, mode=mode, source=False)
     assert [m.training for m in model.modules()] == flags
     after = _state(model)
     assert [n for n, *_ in after] == [n for n, *_ in before]

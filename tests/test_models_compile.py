@@ -195,9 +195,9 @@ def test_compiled_model_on_meta() -> None:
     m = model()
     m.forward = torch.compile(m.forward, backend="eager")  # type: ignore[method-assign]
     m.block = torch.compile(m.block, backend="eager")
-    g = tv.draw_graph(m, input_size=(3, 4), device="meta")
+    g = tv.draw_graph(m, input_size=(3, 4), device="meta", source=False)  # the calls' lines differ
     torch.manual_seed(0)
-    eager = tv.draw_graph(MLP().eval(), input_size=(3, 4), device="meta")
+    eager = tv.draw_graph(MLP().eval(), input_size=(3, 4), device="meta", source=False)
     assert g.to_json() == eager.to_json()
     assert {t.device for t in g.graph.tensors()} == {"meta"}
     assert all(p.device.type == "cpu" for p in m.parameters())

@@ -239,7 +239,9 @@ def test_without_dot_rendering_says_how_to_install(monkeypatch: pytest.MonkeyPat
     assert cg.to_json()["schema"] == "tensorview.graph"
     cg.save(tmp_path / "m.gv")
     bundle = cg._repr_mimebundle_()
-    assert set(bundle) == {"text/plain"} and "install" in bundle["text/plain"]
+    # without dot the notebook shows the interactive viewer (the next display format)
+    assert set(bundle) == {"text/html", "text/plain"} and "install" in bundle["text/plain"]
+    assert 'class="tv-host"' in bundle["text/html"]
 
 
 def test_graphviz_pure_is_used_when_dot_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

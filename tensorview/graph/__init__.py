@@ -2,7 +2,7 @@
 annotations, listings.  Imports neither torch nor graphviz, so every later stage
 (transform, render) works on plain data."""
 
-from .annotations import AnnotationPass, Annotations, annotate
+from .annotations import SOURCE_LAYER, AnnotationPass, Annotations, annotate
 from .builder import GraphBuilder
 from .graph import Graph, ir_of
 from .names import Namespace
@@ -28,6 +28,7 @@ __all__ = [
     "NODE_TYPES",
     "PARAM_ROLES",
     "ROLES",
+    "SOURCE_LAYER",
     "SOURCE_ROLES",
     "VIEW_OPTION_NAMES",
     "AnnotationPass",

@@ -26,6 +26,10 @@ from ..errors import InvalidInputError, InvalidTypeError
 if TYPE_CHECKING:
     from .graph import Graph
 
+#: the layer of source locations (``"file.py:123"``, recording/source.py): the viewer and
+#: the JSON show it, drawn labels leave it out (it would add a line to every node)
+SOURCE_LAYER = "source"
+
 
 class AnnotationPass(Protocol):
     """Computes one named value per node (only for the nodes it has something to say about)."""

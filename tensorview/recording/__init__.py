@@ -10,6 +10,7 @@ module tree copied to run in another mode)."""
 
 from .probes import Probe
 from .recorder import BaseRecorder, Recorder, is_patched
+from .source import SourceProbe
 from .tensor import RecorderTensor
 
-__all__ = ["BaseRecorder", "Probe", "Recorder", "RecorderTensor", "is_patched"]
+__all__ = ["BaseRecorder", "Probe", "Recorder", "RecorderTensor", "SourceProbe", "is_patched"]

@@ -1,5 +1,5 @@
-"""Render: views as Graphviz DOT, node-link JSON, or any format written against the
-small ``Renderer`` interface; ``GraphvizStyler`` decides how Graphviz output looks,
+"""Render: views as Graphviz DOT, node-link JSON, the interactive HTML viewer (html.py),
+or any format written against the small ``Renderer`` interface; ``GraphvizStyler`` decides how Graphviz output looks,
 ``RenderOptions`` how a view is drawn, and formats.py lists the file formats."""
 
 from .base import Renderer
@@ -7,6 +7,7 @@ from .dot import BOUNDED_LAYOUT, DotRenderer, is_big
 from .escape import attr_list, quote
 from .executable import INSTALL_HINT, find_dot, render_digraph, run_dot
 from .formats import Drawing, Format, format_for, formats, register
+from .html import Interactive
 from .labels import fmt_value, label_lines, node_label
 from .node_link import JsonRenderer
 from .options import GRAPH_DIRS, LAYOUTS, RENDER_OPTION_NAMES, RenderOptions
@@ -25,6 +26,7 @@ __all__ = [
     "Drawing",
     "Format",
     "GraphvizStyler",
+    "Interactive",
     "JsonRenderer",
     "PaperStyler",
     "RenderOptions",

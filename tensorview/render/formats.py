@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import choices_error
-from ..graph import Graph, View
+from ..graph import Graph, View, ViewOptions
 from .executable import run_dot
 from .options import RenderOptions
 
@@ -30,6 +30,9 @@ class Drawing(Protocol):
 
     @property
     def graph(self) -> Graph: ...
+
+    @property
+    def options(self) -> ViewOptions: ...
 
     @property
     def render_options(self) -> RenderOptions: ...
@@ -52,6 +55,8 @@ class Format:
     needs_dot: bool = False
     #: a notebook may show this format (tried in registration order)
     display: bool = False
+    #: what a notebook shows when it differs from the file (the html viewer's output)
+    inline: Callable[[Drawing], str | bytes] | None = None
 
 
 _FORMATS: dict[str, Format] = {}

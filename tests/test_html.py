@@ -1,0 +1,225 @@
+"""The interactive HTML viewer, read as text (tests/test_viewer_browser.py runs it in
+Chromium): one self-contained page, the whole recording in compact form, nothing from the
+model able to break out of the page's elements, the library once per notebook page."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import tensorview as tv
+from tensorview.graph import annotate
+from tensorview.render import html as viewer_html
+from tensorview.render.compact import decode, encode
+
+from .fixtures.cost_models import CNN
+from .fixtures.models import ZOO
+from .test_hostile_names import hostile_model
+
+
+class Page(HTMLParser):
+    """Elements and script contents of a page, as a browser's tokenizer splits them."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self._in: dict[str, str | None] | None = None
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag == "script":
+            self._in = dict(attrs)
+            self.scripts.append((self._in, ""))
+
+    def handle_data(self, data: str) -> None:
+        if self._in is not None:
+            attrs, text = self.scripts[-1]
+            self.scripts[-1] = (attrs, text + data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in = None
+
+    def data(self) -> Any:
+        (text,) = [t for a, t in self.scripts if a.get("type") == "application/json"]
+        return json.loads(text)
+
+
+def cnn() -> tv.ComputationGraph:
+    return tv.draw_graph(CNN(), input_size=(1, 3, 16, 16), graph_name="cnn")
+
+
+def test_save_html_writes_one_self_contained_page(tmp_path: Path) -> None:
+    graph = cnn()
+    path = graph.save(tmp_path / "cnn.html")
+    text = Path(path).read_text(encoding="utf-8")
+    page = Page(text)
+    assert text.startswith("<!DOCTYPE html>")
+    tags = [t for t, _ in page.tags]
+    # two scripts run (library, mount), one carries the data; nothing is loaded from elsewhere
+    assert tags.count("script") == 3 and not [a for t, a in page.tags if "src" in a or "href" in a]
+    csp = next(a["content"] for t, a in page.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
+    assert csp is not None and csp.startswith("default-src 'none'")
+    assert page.data() == json.loads(json.dumps(encode(graph.graph)))
+    assert "<title>cnn — tensorview</title>" in text
+    # the vendored library with its version is what runs
+    lib = viewer_html.asset("vendor/elk.bundled.js")
+    assert lib[:200] in text and (Path(viewer_html.__file__).parent / "viewer/vendor/LICENSE-elkjs.md").exists()
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_compact_form_round_trips_the_whole_recording(name: str) -> None:
+    make_model, make_inputs = ZOO[name]
+    model = make_model()
+    args, kwargs = make_inputs()
+    with torch.no_grad(), tv.Recorder(model) as rec:
+        model(*args, **kwargs)
+    g = rec.graph.graph
+    annotate(g, _Tag())
+    data = decode(json.loads(viewer_html.script_json(encode(g))))
+    assert data["kind"] == "".join(n.kind[0] for n in g.nodes)
+    assert data["parent"] == [n.parent for n in g.nodes]
+    assert data["name"] == [n.name for n in g.nodes]
+    assert data["edges"] == g.edges
+    assert data["modules"] == {m.id: (m.path, m.cls_module, m.end, m.failed | m.opaque << 1) for m in g.modules()}
+    assert data["tensors"] == {t.id: (t.dtype, t.device, t.role) for t in g.tensors()}
+    assert data["what"] == [_what(n) for n in g.nodes]
+    assert data["fields"] == {t.id: t.field for t in g.tensors() if t.field is not None}
+    assert data["notes"] == {"tag": {i: [i % 3, "x"] for i in range(0, len(g.nodes), 2)}}
+
+
+class _Tag:
+    name = "tag"
+
+    def __call__(self, graph: tv.Graph) -> dict[int, Any]:
+        return {i: (i % 3, "x") for i in range(0, len(graph.nodes), 2)}
+
+
+def _what(n: Any) -> str:
+    if isinstance(n, tv.TensorNode):
+        return ",".join(map(str, n.shape))
+    return n.op if isinstance(n, tv.FunctionNode) else n.cls_name
+
+
+HOSTILE = "</script><img src=x onerror=alert(1)><!--"
+
+
+def test_hostile_names_cannot_break_out_of_the_page(tmp_path: Path) -> None:
+    model = hostile_model(HOSTILE, cls_name="Evil</script><script>alert(2)</script>")
+    graph = tv.draw_graph(model, input_size=(1, 3), graph_name="</title><script>alert(3)</script>")
+
+    class Styler(tv.GraphvizStyler):
+        colors = {**tv.GraphvizStyler.colors, "module": "red;}</style><script>alert(4)</script>"}
+
+    graph = graph.view(styler=Styler())
+    text = Path(graph.save(tmp_path / "evil.html")).read_text(encoding="utf-8")
+    page = Page(text)
+    # the same elements as for a harmless model: nothing injected
+    harmless = Page(Path(cnn().save(tmp_path / "ok.html")).read_text(encoding="utf-8"))
+    assert [t for t, _ in page.tags] == [t for t, _ in harmless.tags]
+    assert "<img" not in text and "<!--" not in text
+    for bad in ("</script><img", "<script>alert", "</title><script>", "</style><script>"):
+        assert bad not in text
+    # the names are all there, as JSON escapes that read back unchanged
+    data = page.data()
+    assert HOSTILE in data["strings"] and "Evil</script><script>alert(2)</script>" in data["strings"]
+    mount = page.scripts[-1][1]
+    config = json.loads(re.search(r"tv\.mount\(host, JSON\.parse\([^)]*\)\.textContent\), (.*)\);\n", mount).group(1))
+    assert config["name"] == "</title><script>alert(3)</script>"
+    assert config["colors"]["module"] == "red;}</style><script>alert(4)</script>"
+    assert "<title>&lt;/title&gt;&lt;script&gt;alert(3)&lt;/script&gt; — tensorview</title>" in text
+
+
+def test_script_json_never_writes_markup() -> None:
+    value = {"a": "</script><!--<script>&amp;", "b": ["\u2028", "\ud800"]}
+    text = viewer_html.script_json(value)
+    assert not set("<>&") & set(text) and text.isascii()
+    assert json.loads(text) == value
+
+
+def test_notebook_outputs_carry_the_library_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(viewer_html, "_library_sent", False)
+    graph = cnn()
+    lib = viewer_html.library()
+    first, second = graph.interactive()._repr_html_(), graph.interactive()._repr_html_()
+    assert first.count(lib) == 1 and lib not in second
+    assert len(second) < len(lib) / 10  # later outputs: data and a mount script only
+    assert lib in graph.interactive(library=True).html
+    assert lib not in graph.view(depth=1).interactive(library=False).html
+    # every output mounts its own viewer on its own host element
+    ids = re.findall(r'id="tv-host-([0-9a-f]+)"', first + second)
+    assert len(ids) == 2 and ids[0] != ids[1]
+    assert "data-mounted" in second and "tensorview-loaded" in second  # waits for a library loaded later
+    assert "height: 640px" in first and "height: 300px" in graph.interactive(height=300).html
+
+
+def test_interactive_checks_its_arguments() -> None:
+    graph = cnn()
+    with pytest.raises(tv.InvalidInputError, match="height must be an int >= 100"):
+        graph.interactive(height=10)
+    with pytest.raises(tv.InvalidTypeError, match="library must be True, False or None"):
+        graph.interactive(library="yes")  # type: ignore[arg-type]
+
+
+def test_the_viewer_starts_at_the_users_view() -> None:
+    graph = cnn().view(depth=1, fold=False, graph_dir="LR", show_params=True)
+    config = viewer_html.config(graph)
+    assert config["options"]["depth"] == 1 and config["options"]["fold"] is False
+    assert config["options"]["show_params"] is True and config["graph_dir"] == "LR"
+
+
+def test_compact_form_is_small() -> None:
+    class Deep(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList(nn.Sequential(nn.Linear(8, 8), nn.GELU(), nn.LayerNorm(8)) for _ in range(20))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for layer in self.layers:
+                x = layer(x) + x
+            return x
+
+    graph = tv.draw_graph(Deep(), input_size=(2, 8))
+    compact = len(viewer_html.script_json(encode(graph.graph)))
+    full = len(json.dumps(graph.to_json(), separators=(",", ":")))
+    assert compact < full / 4
+    assert compact / len(graph.graph.nodes) < 60  # bytes per node
+
+
+def test_the_viewer_files_are_package_data() -> None:
+    import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    root = Path(viewer_html.__file__).resolve().parent.parent.parent
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["tensorview"]
+    files = [p.relative_to(root / "tensorview").as_posix() for p in (root / "tensorview/render/viewer").rglob("*")]
+    files = [f for f in files if (root / "tensorview" / f).is_file()]
+    assert {
+        "render/viewer/viewer.js",
+        "render/viewer/vendor/elk.bundled.js",
+        "render/viewer/vendor/LICENSE-elkjs.md",
+    } <= set(files)
+    assert all(any(fnmatch.fnmatch(f, p) for p in patterns) for f in files)
+    # every script the page inlines is one of them
+    assert {f"render/viewer/{s}" for s in viewer_html.SCRIPTS} <= set(files)
+
+
+def test_the_viewer_takes_the_stylers_colours() -> None:
+    dark = viewer_html.config(cnn().view(style="dark"))["colors"]
+    assert dark["background"] == "#1e1e1e" and dark["text"] == "#e0e0e0" and dark["module"] == "#2c4a36"
+    paper = viewer_html.config(cnn().view(style="paper"))["colors"]
+    assert paper["module"] == "rgb(224, 224, 224)"  # X11 gray88, which CSS does not know
+    plain = viewer_html.config(cnn().view(styler=tv.GraphvizStyler(fillcolor="white")))["colors"]
+    assert plain["tensor"] == plain["module"] == "white"
+    assert viewer_html.config(cnn())["colors"] == {}  # no styler: the viewer's own look
