@@ -11,6 +11,9 @@ import graphviz
 import torch
 from torch import nn
 
+from .cost.layers import ActivationBytes, check_stats
+from .cost.probe import CostProbe
+from .cost.summary import Summary, check_options
 from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
@@ -61,7 +64,8 @@ class Recorder(BaseRecorder[ComputationGraph]):
         self.render_options = render_options
 
     def _result(self, graph: Graph) -> ComputationGraph:
-        return ComputationGraph(graph, self.options, self.render_options)
+        cost = next((p.record for p in self.probes if isinstance(p, CostProbe)), None)
+        return ComputationGraph(graph, self.options, self.render_options, cost=cost)
 
     def __enter__(self) -> Recorder:
         super().__enter__()
@@ -89,6 +93,7 @@ def draw_graph(
     save_graph: bool = False,
     filename: str | None = None,
     directory: str = ".",
+    stats: str | Sequence[str] = (),
     **forward_kwargs: Any,
 ) -> ComputationGraph:
     """Record one forward pass of ``model`` and return a drawable ``ComputationGraph``.
@@ -106,8 +111,12 @@ def draw_graph(
     never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
     ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
     The view options have torchview's meanings; change them later with ``graph.view(...)``.
+    ``stats`` names cost-model numbers to show on the nodes (``("params", "flops")``, see
+    ``tensorview.cost.layers.STATS``); with any, the costs are recorded (the forward runs
+    with grad enabled, to see what autograd saves) and ``graph.summary()`` gives the table.
     """
     check_model(model, "draw_graph")
+    stats = check_stats(stats)
     if forward_kwargs:
         check_forward_kwargs(model, forward_kwargs, _OPTION_NAMES)
     if mode not in MODES:
@@ -127,10 +136,13 @@ def draw_graph(
     target = dev if dev is not None else model_device(model)
     args, kwargs = make_inputs(input_size, input_data, dtypes, target)
     kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
-    with placed(model, dev) as runnable, training_mode(runnable, mode), torch.no_grad():
-        with Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
+    probes = [CostProbe(stats)] if stats else []
+    with placed(model, dev) as runnable, training_mode(runnable, mode), torch.set_grad_enabled(bool(stats)):
+        with Recorder(runnable, device=dev, probes=probes, options=options, render_options=render_options) as rec:
             runnable(*args, **kwargs)
     graph = rec.graph
+    if "activation_bytes" in stats:
+        graph.annotate(ActivationBytes())
     if save_graph:
         graph.save(_save_path(directory, filename, graph_name))
     return graph
@@ -139,6 +151,56 @@ def draw_graph(
 #: draw_graph's own parameter names (a forward keyword close to one is a misspelling)
 _OPTION_NAMES = tuple(
     n for n, p in inspect.signature(draw_graph).parameters.items() if p.kind is not p.VAR_KEYWORD and n != "model"
+)
+
+
+def summary(
+    model: nn.Module,
+    input_size: Any = None,
+    input_data: Any = None,
+    *,
+    dtypes: Any = None,
+    device: Any = "meta",
+    mode: str = "train",
+    depth: int | None = 3,
+    optimizer: str | int = "adam",
+    state_dtype: Any = None,
+    **forward_kwargs: Any,
+) -> Summary:
+    """What ``model`` costs: parameters, FLOPs and memory per module call and in total.
+
+    Inputs as for ``draw_graph`` (``input_size``/``dtypes``, ``input_data``,
+    ``forward_kwargs``).  The forward is recorded once, with grad enabled (to see what
+    autograd saves for backward), on a copy of the model on ``device`` (default
+    ``"meta"``: no memory, any size; another device costs a copy of the model there) in
+    ``mode`` (``"train"`` by default: what training runs; ``"eval"``, ``"same"``); the
+    caller's model is never moved, modified or run.  ``depth``: rows of the printed table
+    (None: every module call); ``optimizer`` (``"adam"``, ``"adamw"``, ``"sgd"``,
+    ``"sgd_momentum"``... or a number of states per parameter) and ``state_dtype`` (dtype
+    of its states, default each parameter's) shape the training-memory estimate.
+    ``print(s)`` shows the table; see docs/cost-model.md for what the numbers include.
+    """
+    check_model(model, "summary")
+    if forward_kwargs:
+        check_forward_kwargs(model, forward_kwargs, _SUMMARY_OPTION_NAMES)
+    if mode not in MODES:
+        raise choices_error("mode", mode, MODES)
+    check_options(depth, optimizer, state_dtype)
+    dev = as_device(device)
+    target = dev if dev is not None else model_device(model)
+    args, kwargs = make_inputs(input_size, input_data, dtypes, target)
+    kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
+    probe = CostProbe()
+    with placed(model, target, always_copy=True) as runnable, training_mode(runnable, mode), torch.enable_grad():
+        with Recorder(runnable, device=dev, probes=[probe]) as rec:
+            runnable(*args, **kwargs)
+    graph = rec.graph.annotate(ActivationBytes())
+    assert graph.cost is not None
+    return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
+
+
+_SUMMARY_OPTION_NAMES = tuple(
+    n for n, p in inspect.signature(summary).parameters.items() if p.kind is not p.VAR_KEYWORD and n != "model"
 )
 
 

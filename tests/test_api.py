@@ -39,6 +39,7 @@ def test_public_api_is_exact() -> None:
         "make_dot",
         "record",
         "render_network",
+        "summary",
         "taps",
     ]
     for name in tv.__all__:

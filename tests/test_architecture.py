@@ -23,8 +23,8 @@ ALLOWED: dict[str, set[str]] = {
     "recording": {"graph", "recording"},
     "taps": {"graph", "recording", "taps"},
     "cost": {"graph", "recording", "cost"},
-    "drawing": {"graph", "transform", "render"},
-    "api": {"graph", "transform", "render", "recording", "drawing"},
+    "drawing": {"graph", "transform", "render", "cost"},
+    "api": {"graph", "transform", "render", "recording", "drawing", "cost"},
 }
 LEAVES = {"errors", "_version"}
 #: stages that must stay plain data: no torch, no graphviz

@@ -94,6 +94,19 @@ def _wrap(formula: Any) -> Any:
     return formula if getattr(formula, "_get_raw", False) else _fc.shape_wrapper(formula)
 
 
+_CIA = torch._C.DispatchKey.CompositeImplicitAutograd
+
+
+def _has_composite(func: Any) -> bool:
+    """Whether ``func.decompose(...)`` can do anything (what it checks, asked once)."""
+    if _CIA in getattr(func, "py_kernels", {}):
+        return True
+    try:
+        return bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _CIA))
+    except Exception:  # noqa: BLE001 - not an ordinary OpOverload: let decompose() decide
+        return True
+
+
 # ops FlopCounterMode hands back untouched (size/stride queries of nested tensors)
 Key = Hashable
 
@@ -123,6 +136,8 @@ class OpFlops(TorchDispatchMode):
         self.uncounted: dict[Key, dict[str, int]] = {}
         # per OpOverload: None (has a formula), True (zero-FLOP), False (uncounted)
         self._kind: dict[Any, bool | None] = {}
+        self._composite: dict[Any, bool] = {}  # per OpOverload: whether decompose() can work
+        self._names: dict[Any, str] = {}
 
     # -- results -------------------------------------------------------------------
     @property
@@ -178,20 +193,28 @@ class OpFlops(TorchDispatchMode):
             kind = self._classify(func)
         if kind is True:  # nothing to count, in it or in what it decomposes into
             return func(*args, **kwargs)
-        # as FlopCounterMode: try to decompose (ops without a CompositeImplicit kernel
-        # answer NotImplemented), so the ops a composite op is made of are counted
-        with self:
-            r = func.decompose(*args, **kwargs)
-        if r is not NotImplemented:
-            return r
+        # as FlopCounterMode: decompose an op that has a CompositeImplicit kernel, so the
+        # ops it is made of are counted (asked once per op: most have none)
+        composite = self._composite.get(func)
+        if composite is None:
+            composite = self._composite[func] = _has_composite(func)
+        if composite:
+            with self:
+                r = func.decompose(*args, **kwargs)
+            if r is not NotImplemented:
+                return r
         out = func(*args, **kwargs)
         key = self.current
         if kind is None:
             n = self.registry[func._overloadpacket](*args, **kwargs, out_val=out)
             self.flops[key] = self.flops.get(key, 0) + n
         else:
-            u = self.uncounted.setdefault(key, {})
-            name = op_key(func)
+            u = self.uncounted.get(key)
+            if u is None:
+                u = self.uncounted[key] = {}
+            name = self._names.get(func)
+            if name is None:
+                name = self._names[func] = op_key(func)
             u[name] = u.get(name, 0) + 1
         return out
 

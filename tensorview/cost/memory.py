@@ -227,6 +227,8 @@ def _cpu_would_fuse(
         return False
     if min(q.size(2), k.size(2)) == 0:
         return False
+    if isinstance(attn_mask, torch.Tensor) and attn_mask.requires_grad and torch.is_grad_enabled():
+        return False  # a learned mask (T5's position bias): the fused kernel has no gradient for it
     return attn_mask is None or isinstance(attn_mask, torch.Tensor)
 
 

@@ -32,6 +32,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..errors import InvalidInputError, choices_error
+
 __all__ = [
     "OPTIMIZER_STATES",
     "ModuleParams",
@@ -40,6 +42,7 @@ __all__ = [
     "module_params",
     "param_totals",
     "training_memory",
+    "training_memory_of",
 ]
 
 
@@ -199,25 +202,41 @@ def training_memory(
     ``optimizer`` is a name in :data:`OPTIMIZER_STATES` or a number of state tensors per
     trainable parameter; ``state_dtype`` is the dtype of those states (default: each
     parameter's own dtype)."""
+    return training_memory_of(
+        param_totals(model), activation_bytes=activation_bytes, optimizer=optimizer, state_dtype=state_dtype
+    )
+
+
+def training_memory_of(
+    totals: ParamTotals,
+    *,
+    activation_bytes: int = 0,
+    optimizer: str | int = "adam",
+    state_dtype: torch.dtype | None = None,
+) -> TrainingMemory:
+    """:func:`training_memory` from a model's :class:`ParamTotals` (no model needed)."""
     if isinstance(optimizer, str):
         try:
             states = OPTIMIZER_STATES[optimizer.lower()]
         except KeyError:
-            raise ValueError(
-                f"unknown optimizer {optimizer!r}; one of {sorted(OPTIMIZER_STATES)} or a number"
-            ) from None
+            raise choices_error("optimizer", optimizer, OPTIMIZER_STATES) from None
         name = optimizer.lower()
+    elif isinstance(optimizer, int) and not isinstance(optimizer, bool) and optimizer >= 0:
+        states, name = optimizer, f"{optimizer} states"
     else:
-        states, name = int(optimizer), f"{int(optimizer)} states"
-    params = list(model.parameters())
-    trainable = [p for p in params if p.requires_grad]
-    state_size = None if state_dtype is None else torch.empty((), dtype=state_dtype, device="meta").element_size()
+        raise InvalidInputError(
+            f"bad optimizer {optimizer!r}: one of {sorted(OPTIMIZER_STATES)} or a number of state "
+            "tensors per trainable parameter (an int >= 0)"
+        )
+    if state_dtype is None:
+        state_bytes = totals.trainable_bytes
+    else:
+        state_bytes = totals.trainable_params * torch.empty((), dtype=state_dtype, device="meta").element_size()
     return TrainingMemory(
-        params=sum(_nbytes(p) for p in params),
-        buffers=sum(_nbytes(b) for b in model.buffers()),
-        grads=sum(_nbytes(p) for p in trainable),
-        optimizer_state=states
-        * sum(p.numel() * (p.element_size() if state_size is None else state_size) for p in trainable),
+        params=totals.param_bytes,
+        buffers=totals.buffer_bytes,
+        grads=totals.trainable_bytes,
+        optimizer_state=states * state_bytes,
         activations=int(activation_bytes),
         optimizer=name,
     )

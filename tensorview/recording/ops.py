@@ -151,6 +151,8 @@ class OpRecorder(SessionState):
             scope = self.scope()
             in_nodes = [self.node_of(t) for t in ins]
             fn = self.builder.add_function(op_name(func), scope, [n.id for n in in_nodes])
+        if self.probes is not None and self.probes.substitutes:
+            func = self._substitute(func)
         try:
             if foreign:
                 out = self._run(self._call_foreign, func, args, kwargs, fn)
@@ -166,6 +168,14 @@ class OpRecorder(SessionState):
             raise
         with _Disable():
             return self._after_op(out, fn, ins, scope)
+
+    def _substitute(self, func: Any) -> Any:
+        """The function a probe runs in place of ``func`` (probes.py), else ``func``."""
+        assert self.probes is not None
+        try:
+            return self.probes.substitutes.get(func, func)
+        except TypeError:  # an unhashable callable: nobody substitutes it
+            return func
 
     def _run(self, call: Any, a: Any, b: Any, c: Any, fn: FunctionNode) -> Any:
         """``call(a, b, c)`` (or ``call(*a, **b)`` when ``c`` is None) between the probes'

@@ -24,13 +24,15 @@ def model_device(model: nn.Module) -> torch.device:
 
 
 @contextlib.contextmanager
-def placed(model: nn.Module, device: torch.device | None) -> Iterator[nn.Module]:
-    """The model to run on ``device``: the model itself when it already lives there,
-    else a copy whose parameters and buffers are on ``device`` (on ``meta`` the copy
-    costs no memory).  The caller's model is never moved or modified."""
-    if device is None or all(t.device == device for t in _tensors(model)):
+def placed(model: nn.Module, device: torch.device | None, *, always_copy: bool = False) -> Iterator[nn.Module]:
+    """The model to run on ``device``: the model itself when it already lives there
+    (unless ``always_copy``), else a copy whose parameters and buffers are on ``device`` (on
+    ``meta`` the copy costs no memory).  The caller's model is never moved or modified."""
+    if not always_copy and (device is None or all(t.device == device for t in _tensors(model))):
         yield model
         return
+    if device is None:
+        device = model_device(model)
     if device.type != "meta":
         meta = next((n for n, t in _named_tensors(model) if t.device.type == "meta"), None)
         if meta is not None:
@@ -44,7 +46,7 @@ def placed(model: nn.Module, device: torch.device | None) -> Iterator[nn.Module]
     for t in _tensors(model):
         if id(t) in memo:
             continue
-        moved = t.detach().to(device)
+        moved = t.detach().to(device, copy=True)  # never the caller's storage, also on its device
         memo[id(t)] = nn.Parameter(moved, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else moved
     try:
         clone = copy.deepcopy(model, memo)
