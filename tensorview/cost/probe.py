@@ -61,9 +61,7 @@ class CostProbe(Probe):
     def __init__(self, stats: Iterable[str] = PROBE_STATS, *, saved: bool = True, meta_attention: bool = True) -> None:
         self.stats = tuple(s for s in check_stats(tuple(stats)) if s in PROBE_STATS)
         self.measure_saved = saved
-        self.substitutes: Mapping[Any, Any] = (
-            {F.scaled_dot_product_attention: sdpa_as_on_cpu} if meta_attention else {}
-        )
+        self.substitutes: Mapping[Any, Any] = {F.scaled_dot_product_attention: sdpa_as_on_cpu} if meta_attention else {}
         #: what the last recording measured (set when its root call ends)
         self.record: CostRecord | None = None
         self._counter = OpFlops()

@@ -78,7 +78,7 @@ def roll_up(
     """The record of one recording: per-key measurements of ``counter`` and ``saved``
     (keys are node ids), rolled up over every module call of ``calls``."""
     module_ids = {m.id for m in calls}
-    flops: dict[int, int] = {k: v for k, v in counter.flops.items() if isinstance(k, int) and k not in module_ids}
+    flops: dict[int, int] = {k: v for k, v in counter.flops.items() if isinstance(k, int) and k not in module_ids and v}
     uncounted: dict[int, Mapping[str, int]] = {
         k: dict(v) for k, v in counter.uncounted.items() if isinstance(k, int) and k not in module_ids and v
     }
@@ -91,7 +91,7 @@ def roll_up(
     last = max([-1, *fkeys[-1:], *ukeys[-1:], *skeys[-1:]])
     saved_bytes: dict[int, int] = {}
     if saved is not None:
-        saved_bytes = {k: v for k, v in saved.saved_bytes.items() if isinstance(k, int) and k not in module_ids}
+        saved_bytes = {k: v for k, v in saved.saved_bytes.items() if isinstance(k, int) and k not in module_ids and v}
     for m in calls:
         lo, hi = _span(fkeys, m, last)
         flops[m.id] = prefix[hi] - prefix[lo]

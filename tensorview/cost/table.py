@@ -37,7 +37,7 @@ def _params(row: Row) -> str:
 
 def _cells(s: Summary, rows: list[Row]) -> list[tuple[str, ...]]:
     g = ir_of(s.graph, "Summary")
-    out = []
+    out: list[tuple[str, ...]] = []
     for r in rows:
         node = g.nodes[r.id]
         if node.parent is None:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .graph import Graph
 
 SCHEMA = "tensorview.graph"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def merged_edges(g: Graph) -> list[tuple[int, int, int, int]]:
