@@ -10,9 +10,12 @@ import torch
 from torch import nn
 
 import tensorview as tv
+from tensorview.cost.flops import OpFlops
 from tensorview.cost.layers import PROBE_STATS
+from tensorview.cost.memory import SavedTensors
 from tensorview.cost.probe import CostProbe
 from tensorview.cost.record import CostRecord
+from tensorview.cost.replay import ReplayingOpFlops
 from tensorview.graph import Graph
 
 from .fixtures import cost_models as cm
@@ -74,9 +77,15 @@ def test_meta_replay_gives_the_numbers_of_running_every_op(grad: bool) -> None:
     if grad:  # frozen layers run on tensors that need no grad: those ops replay
         model.requires_grad_(False).layers[-1].requires_grad_(True)
     x = torch.randn(3, 16, device="meta")
-    g1, replayed, s1 = record(model, x, grad=grad)
-    g2, plain, s2 = record(model, x, grad=grad, meta_replay=False)
-    assert s1.meta_hits > 0 and s2.meta_hits == 0
+    probe = CostProbe()
+    with torch.set_grad_enabled(grad), tv.Recorder(model, probes=[probe]) as rec:
+        model(x)
+    g1, replayed, s1 = rec.graph.graph, probe.record, rec._session
+    # nothing replayed: neither the recorder's ops nor the probe's aten ops (cost/replay.py)
+    g2, plain, s2 = record(model, x, grad=grad, meta_replay=False, probe={"replay": False})
+    assert s1 is not None and s1.meta_hits > 0 and s2.meta_hits == 0
+    assert probe._counter.replays > 0  # type: ignore[attr-defined]
+    assert replayed is not None
     assert replayed == plain and replayed.total_flops > 0 and replayed.uncounted_calls > 0
     assert replayed.saved_measured == (replayed.total_saved_bytes > 0) == grad
     assert {n: dict(g1.annotations.layer(n)) for n in g1.annotations} == {
@@ -156,3 +165,24 @@ def test_a_forward_that_raises_leaves_nothing_installed() -> None:
     assert probe.record is not None and probe.record.total_flops == 2 * 2 * 4 * 4  # what ran
     assert torch._C._len_torch_dispatch_stack() == 0
     assert not torch._C._autograd._top_saved_tensors_default_hooks(False)
+
+
+def test_aten_replay_keeps_autograd_views_and_mutations_real() -> None:
+    def run(counter: Any) -> tuple[list[Any], int]:
+        x = torch.randn(4, 8, device="meta", requires_grad=True)
+        w = torch.randn(8, 8, device="meta", requires_grad=True)
+        saved = SavedTensors()
+        with saved, counter:
+            outs = []
+            for _ in range(3):
+                h = (x @ w).relu()  # mm and relu: replayed from the second round
+                v = h.view(32)  # a view: run
+                b = torch.zeros(4, 8, device="meta").add_(1)  # in place: run
+                outs.append((h, v, b))
+        h, v, b = outs[-1]
+        assert h.requires_grad and h.grad_fn is not None and v._base is h and not b.requires_grad
+        return [(tuple(t.shape), t.stride(), t.dtype) for o in outs for t in o], saved.total
+
+    replaying = ReplayingOpFlops()
+    assert run(replaying) == run(OpFlops())
+    assert replaying.replays >= 4 and replaying.total == 3 * 2 * 4 * 8 * 8  # three (4x8)@(8x8)

@@ -170,6 +170,10 @@ class OpFlops(TorchDispatchMode):
         self.current = None
 
     # -- the mode --------------------------------------------------------------------
+    def run(self, func: Any, args: Any, kwargs: Any) -> Any:
+        """Run one aten op (below autograd); a subclass may produce its result otherwise."""
+        return func(*args, **kwargs)
+
     def _classify(self, func: Any) -> bool | None:
         kind: bool | None
         if func is _PRIM_DEVICE:  # a query FlopCounterMode neither decomposes nor counts
@@ -192,7 +196,7 @@ class OpFlops(TorchDispatchMode):
         except KeyError:
             kind = self._classify(func)
         if kind is True:  # nothing to count, in it or in what it decomposes into
-            return func(*args, **kwargs)
+            return self.run(func, args, kwargs)
         # as FlopCounterMode: decompose an op that has a CompositeImplicit kernel, so the
         # ops it is made of are counted (asked once per op: most have none)
         composite = self._composite.get(func)
@@ -203,7 +207,7 @@ class OpFlops(TorchDispatchMode):
                 r = func.decompose(*args, **kwargs)
             if r is not NotImplemented:
                 return r
-        out = func(*args, **kwargs)
+        out = self.run(func, args, kwargs)
         key = self.current
         if kind is None:
             n = self.registry[func._overloadpacket](*args, **kwargs, out_val=out)

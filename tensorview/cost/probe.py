@@ -44,6 +44,7 @@ from .layers import PROBE_STATS, check_stats, stat_layers
 from .memory import SavedTensors, sdpa_as_on_cpu
 from .params import module_params, param_totals
 from .record import CostRecord, roll_up
+from .replay import ReplayingOpFlops
 
 __all__ = ["CostProbe"]
 
@@ -54,13 +55,23 @@ class CostProbe(Probe):
     ``stats``: the annotation layers to publish (default: every measured one; the
     measurements are made either way and kept in ``record``).  ``saved``: install the
     saved-tensor hooks when the forward runs with grad enabled.  ``meta_attention``: run
-    attention on meta as the CPU would (see :func:`~.memory.sdpa_as_on_cpu`)."""
+    attention on meta as the CPU would (see :func:`~.memory.sdpa_as_on_cpu`).  ``replay``:
+    on meta, replay aten ops below autograd instead of running their kernels again
+    (:mod:`.replay`; the numbers are the same, tested)."""
 
     name = "cost"
 
-    def __init__(self, stats: Iterable[str] = PROBE_STATS, *, saved: bool = True, meta_attention: bool = True) -> None:
+    def __init__(
+        self,
+        stats: Iterable[str] = PROBE_STATS,
+        *,
+        saved: bool = True,
+        meta_attention: bool = True,
+        replay: bool = True,
+    ) -> None:
         self.stats = tuple(s for s in check_stats(tuple(stats)) if s in PROBE_STATS)
         self.measure_saved = saved
+        self.replay = replay
         self.substitutes: Mapping[Any, Any] = {F.scaled_dot_product_attention: sdpa_as_on_cpu} if meta_attention else {}
         #: what the last recording measured (set when its root call ends)
         self.record: CostRecord | None = None
@@ -79,7 +90,7 @@ class CostProbe(Probe):
     def start(self, root: ModuleNode, module: nn.Module) -> None:
         self.record = None
         self._calls, self._modules, self._stack = [root], [module], []
-        self._counter = OpFlops()
+        self._counter = ReplayingOpFlops() if self.replay else OpFlops()
         self._saved = SavedTensors(module) if self.measure_saved and torch.is_grad_enabled() else None
         self._counter.__enter__()
         if self._saved is not None:

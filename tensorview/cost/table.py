@@ -104,7 +104,7 @@ def _totals(s: Summary, shown: int, depth: int | None) -> list[str]:
     flops = f"FLOPs (forward): {fmt_flops(s.total_flops)} ({s.total_flops:,}), 2 per multiply-add"
     if s.uncounted_calls:
         ops = [f"{name.removeprefix('aten.')} ×{n}" for name, n in s.uncounted.items()]
-        flops += f"; {s.uncounted_calls:,} op calls not counted (no FLOP formula in torch): {_listed(ops, 6)}"
+        flops += f"; {s.uncounted_calls:,} op calls not counted (no FLOP formula in torch): {_listed(ops)}"
     else:
         flops += "; every op counted"
     lines.append(flops)
