@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import tensorview as tv
+from tensorview.cost import CostProbe
 from tensorview.cost.fmt import fmt_count
 from tensorview.cost.layers import STATS
 
@@ -160,3 +161,14 @@ def test_bad_summary_options(kwargs: dict[str, object], error: type[Exception], 
 def test_bad_stats(stats: object, error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         tv.draw_graph(cm.MLP(), input_size=(4, 16), stats=stats)  # type: ignore[arg-type]
+
+
+def test_costs_recorded_without_grad_say_saved_bytes_are_unknown() -> None:
+    model = cm.MLP()
+    with torch.no_grad(), tv.Recorder(model, probes=[CostProbe()]) as rec:
+        model(torch.randn(4, 16))
+    s = rec.graph.summary()
+    assert s.saved_bytes is None and all(r.saved_bytes is None for r in s.rows)
+    assert s.to_dict()["totals"]["saved_bytes"] is None and s.training_memory.activations == 0
+    assert "Saved for backward: not measured (the forward was recorded without grad)" in str(s)
+    assert s.total_flops == 2 * 4 * 16 * 32 + 2 * 4 * 32 * 8

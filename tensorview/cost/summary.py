@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..errors import InvalidInputError, InvalidTypeError
-from ..graph import Graph, ModuleNode, ir_of
+from ..graph import Graph, ir_of
 from .layers import activation_bytes
 from .params import ParamTotals, TrainingMemory, training_memory_of
 from .record import CostRecord
@@ -161,11 +161,6 @@ class Summary:
                 )
             )
         return rows
-
-    def root_name(self) -> str:
-        g = ir_of(self.graph, "Summary")
-        root = g.nodes[g.root] if g.root is not None else None
-        return root.name if isinstance(root, ModuleNode) else "model"
 
     # -- output ----------------------------------------------------------------------------
     def table(self, depth: Any = _SAME) -> str:
