@@ -11,12 +11,13 @@ import graphviz
 import torch
 from torch import nn
 
-from .cost.layers import ActivationBytes, check_stats
+from .cost.layers import STATS, ActivationBytes, check_stats
 from .cost.probe import CostProbe
 from .cost.summary import Summary, check_options
 from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
+from .importers import import_program, is_program
 from .recording import BaseRecorder, Probe
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
 from .recording.placement import as_device, model_device, placed, training_mode
@@ -73,7 +74,7 @@ class Recorder(BaseRecorder[ComputationGraph]):
 
 
 def draw_graph(
-    model: nn.Module,
+    model: Any,
     input_size: Any = None,
     input_data: Any = None,
     *,
@@ -111,12 +112,19 @@ def draw_graph(
     never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
     ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
     The view options have torchview's meanings; change them later with ``graph.view(...)``.
-    ``stats`` names cost-model numbers to show on the nodes (``("params", "flops")``, see
-    ``tensorview.cost.layers.STATS``); with any, the costs are recorded (the forward runs
-    with grad enabled, to see what autograd saves) and ``graph.summary()`` gives the table.
+    ``stats`` (``("params", "flops")``, see ``tensorview.cost.STATS``): cost-model numbers on
+    the nodes, recorded with grad enabled; ``graph.summary()`` then gives the cost table.
+
+    A ``torch.export.ExportedProgram`` or a ``torch.fx.GraphModule`` is drawn from its
+    graph, nothing runs: inputs are optional, checked against its input specs (see
+    docs/recording.md).
     """
-    check_model(model, "draw_graph")
     stats = check_stats(stats)
+    program = is_program(model)
+    if not program:
+        check_model(model, "draw_graph")
+    elif stats:  # nothing runs, so nothing is measured
+        raise InvalidInputError(f"stats={stats!r} need a forward that runs; a traced program is drawn without one")
     if forward_kwargs:
         check_forward_kwargs(model, forward_kwargs, _OPTION_NAMES)
     if mode not in MODES:
@@ -132,26 +140,63 @@ def draw_graph(
         fold=fold,
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
-    dev = as_device(device)
-    target = dev if dev is not None else model_device(model)
-    args, kwargs = make_inputs(input_size, input_data, dtypes, target)
-    kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
-    probes = [CostProbe(stats)] if stats else []
-    with placed(model, dev) as runnable, training_mode(runnable, mode), torch.set_grad_enabled(bool(stats)):
-        with Recorder(runnable, device=dev, probes=probes, options=options, render_options=render_options) as rec:
-            runnable(*args, **kwargs)
-    graph = rec.graph
-    if "activation_bytes" in stats:
-        graph.annotate(ActivationBytes())
+    if program:
+        ir = import_program(model, _program_inputs(model, input_size, input_data, dtypes, mode, forward_kwargs))
+        graph = ComputationGraph(ir, options, render_options)
+    else:
+        inputs = (input_size, input_data, dtypes, forward_kwargs)
+        graph = _record(model, inputs, device, mode, stats, options=options, render_options=render_options)
     if save_graph:
         graph.save(_save_path(directory, filename, graph_name))
     return graph
 
 
-#: draw_graph's own parameter names (a forward keyword close to one is a misspelling)
-_OPTION_NAMES = tuple(
-    n for n, p in inspect.signature(draw_graph).parameters.items() if p.kind is not p.VAR_KEYWORD and n != "model"
-)
+def _record(
+    model: nn.Module, inputs: Any, device: Any, mode: str, stats: Sequence[str], copy: bool = False, **options: Any
+) -> ComputationGraph:
+    """One forward of ``model`` (see draw_graph); with ``stats``, with the cost probe."""
+    input_size, input_data, dtypes, forward_kwargs = inputs
+    dev = as_device(device)
+    target = dev if dev is not None else model_device(model)
+    args, kwargs = make_inputs(input_size, input_data, dtypes, target)
+    kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
+    probes = [CostProbe(stats)] if stats else []
+    with placed(model, dev, always_copy=copy) as runnable, training_mode(runnable, mode):
+        with torch.set_grad_enabled(bool(stats)), Recorder(runnable, device=dev, probes=probes, **options) as rec:
+            runnable(*args, **kwargs)
+    graph = rec.graph
+    if "activation_bytes" in stats:
+        graph.annotate(ActivationBytes())
+    return graph
+
+
+def _program_inputs(
+    program: Any, input_size: Any, input_data: Any, dtypes: Any, mode: str, forward_kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The inputs given for a traced program, on meta (only their shapes are used), or
+    ``None``.  Its graph was fixed when it was traced: ``mode="train"`` cannot apply."""
+    what = type(program).__name__
+    if mode == "train":
+        raise InvalidInputError(
+            f"mode='train' cannot apply to a {what}: its graph was fixed when it was traced "
+            "(export or trace the model in train mode instead); use mode='eval' or 'same'"
+        )
+    if input_size is None and input_data is None and not forward_kwargs:
+        return None
+    meta = torch.device("meta")
+    args, kwargs = (
+        ((), {}) if input_size is None and input_data is None else make_inputs(input_size, input_data, dtypes, meta)
+    )
+    kwargs.update({k: to_device(v, meta, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
+    return args, kwargs
+
+
+def _option_names(fn: Any) -> tuple[str, ...]:
+    """``fn``'s own parameter names (a forward keyword close to one is a misspelling)."""
+    return tuple(n for n, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD and n != "model")
+
+
+_OPTION_NAMES = _option_names(draw_graph)
 
 
 def summary(
@@ -167,41 +212,21 @@ def summary(
     state_dtype: Any = None,
     **forward_kwargs: Any,
 ) -> Summary:
-    """What ``model`` costs: parameters, FLOPs and memory per module call and in total.
-
-    Inputs as for ``draw_graph`` (``input_size``/``dtypes``, ``input_data``,
-    ``forward_kwargs``).  The forward is recorded once, with grad enabled (to see what
-    autograd saves for backward), on a copy of the model on ``device`` (default
-    ``"meta"``: no memory, any size; another device costs a copy of the model there) in
-    ``mode`` (``"train"`` by default: what training runs; ``"eval"``, ``"same"``); the
-    caller's model is never moved, modified or run.  ``depth``: rows of the printed table
-    (None: every module call); ``optimizer`` (``"adam"``, ``"adamw"``, ``"sgd"``,
-    ``"sgd_momentum"``... or a number of states per parameter) and ``state_dtype`` (dtype
-    of its states, default each parameter's) shape the training-memory estimate.
-    ``print(s)`` shows the table; see docs/cost-model.md for what the numbers include.
-    """
+    """What ``model`` costs: parameters, FLOPs and memory per module call and in total
+    (``print(s)``: the table).  Inputs as for ``draw_graph``; the forward runs once with
+    grad enabled on a copy of the model on ``device`` (``"meta"``: any size) in ``mode``
+    (``"train"``: what training runs); the caller's model is never moved, modified or run.
+    ``depth``: rows of the table (None: all); ``optimizer`` (``"adam"``, ``"sgd"``...) and
+    ``state_dtype`` shape the training-memory estimate.  See docs/cost-model.md."""
     check_model(model, "summary")
     if forward_kwargs:
-        check_forward_kwargs(model, forward_kwargs, _SUMMARY_OPTION_NAMES)
+        check_forward_kwargs(model, forward_kwargs, _option_names(summary))
     if mode not in MODES:
         raise choices_error("mode", mode, MODES)
     check_options(depth, optimizer, state_dtype)
-    dev = as_device(device)
-    target = dev if dev is not None else model_device(model)
-    args, kwargs = make_inputs(input_size, input_data, dtypes, target)
-    kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
-    probe = CostProbe()
-    with placed(model, target, always_copy=True) as runnable, training_mode(runnable, mode), torch.enable_grad():
-        with Recorder(runnable, device=dev, probes=[probe]) as rec:
-            runnable(*args, **kwargs)
-    graph = rec.graph.annotate(ActivationBytes())
+    graph = _record(model, (input_size, input_data, dtypes, forward_kwargs), device, mode, STATS, copy=True)
     assert graph.cost is not None
     return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
-
-
-_SUMMARY_OPTION_NAMES = tuple(
-    n for n, p in inspect.signature(summary).parameters.items() if p.kind is not p.VAR_KEYWORD and n != "model"
-)
 
 
 def _save_path(directory: str, filename: str | None, graph_name: str) -> str:

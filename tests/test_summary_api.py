@@ -172,3 +172,9 @@ def test_costs_recorded_without_grad_say_saved_bytes_are_unknown() -> None:
     assert s.to_dict()["totals"]["saved_bytes"] is None and s.training_memory.activations == 0
     assert "Saved for backward: not measured (the forward was recorded without grad)" in str(s)
     assert s.total_flops == 2 * 4 * 16 * 32 + 2 * 4 * 32 * 8
+
+
+def test_stats_need_a_forward_that_runs() -> None:
+    traced = torch.fx.symbolic_trace(cm.MLP())
+    with pytest.raises(tv.InvalidInputError, match=r"stats=\('flops',\) need a forward that runs; a traced program"):
+        tv.draw_graph(traced, input_size=(4, 16), stats="flops")
