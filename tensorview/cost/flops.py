@@ -94,6 +94,43 @@ def _wrap(formula: Any) -> Any:
     return formula if getattr(formula, "_get_raw", False) else _fc.shape_wrapper(formula)
 
 
+#: the code of every function ``shape_wrapper`` makes (to find the shape formula inside)
+_SHAPE_WRAPPER_CODE = _fc.shape_wrapper(lambda *a, **k: 0).__code__
+_LEAVES = frozenset({int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout, torch.memory_format})
+
+
+class _Slow(Exception):
+    """A value the fast shape mapping does not take (``tree_map`` does it instead)."""
+
+
+def _shape_of(x: Any) -> Any:
+    """What ``shape_wrapper``'s ``tree_map(get_shape, x)`` gives, for tensors, plain
+    values and (nested) lists and tuples of them, without pytree's generic machinery."""
+    if isinstance(x, torch.Tensor):
+        return x.shape
+    t = type(x)
+    if t in _LEAVES:
+        return x
+    if t is list or t is tuple:
+        return t(_shape_of(i) for i in x)
+    raise _Slow
+
+
+def _count(formula: Any, args: Any, kwargs: dict[str, Any], out: Any) -> int:
+    """``formula(*args, **kwargs, out_val=out)``: a shape formula is called on the shapes
+    directly (the same call ``shape_wrapper`` makes, several times faster)."""
+    if getattr(formula, "__code__", None) is _SHAPE_WRAPPER_CODE:
+        try:
+            shapes = _shape_of(args)
+            kw = {k: _shape_of(v) for k, v in kwargs.items()}
+            out_shape = _shape_of(out)
+        except _Slow:
+            pass
+        else:
+            return int(formula.__wrapped__(*shapes, out_shape=out_shape, **kw))
+    return int(formula(*args, **kwargs, out_val=out))
+
+
 _CIA = torch._C.DispatchKey.CompositeImplicitAutograd
 
 
@@ -210,7 +247,7 @@ class OpFlops(TorchDispatchMode):
         out = self.run(func, args, kwargs)
         key = self.current
         if kind is None:
-            n = self.registry[func._overloadpacket](*args, **kwargs, out_val=out)
+            n = _count(self.registry[func._overloadpacket], args, kwargs, out)
             self.flops[key] = self.flops.get(key, 0) + n
         else:
             u = self.uncounted.get(key)

@@ -122,15 +122,15 @@ def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> l
     path and the module object).  Sharing is found among all modules of ``model`` by
     every name they have (``named_modules(remove_duplicate=False)``)."""
     owners = _owners(model)
-    own: dict[int, tuple[list[nn.Parameter], list[torch.Tensor]]] = {}
+    own: dict[int, tuple[list[nn.Parameter], tuple[int, int, int, int, int]]] = {}
     seen_modules: set[int] = set()
     rows: list[ModuleParams] = []
     for path, module in calls:
         key = id(module)
         got = own.get(key)
         if got is None:
-            got = own[key] = (list(module.parameters()), list(module.buffers()))
-        params, buffers = got
+            got = own[key] = _counts(module)
+        params, (n, trainable, param_bytes, n_buffers, buffer_bytes) = got
         shared = 0
         others: set[str] = set()
         for p in params:
@@ -141,11 +141,11 @@ def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> l
         rows.append(
             ModuleParams(
                 path=path,
-                params=sum(p.numel() for p in params),
-                trainable=sum(p.numel() for p in params if p.requires_grad),
-                buffers=sum(b.numel() for b in buffers),
-                param_bytes=sum(_nbytes(p) for p in params),
-                buffer_bytes=sum(_nbytes(b) for b in buffers),
+                params=n,
+                trainable=trainable,
+                buffers=n_buffers,
+                param_bytes=param_bytes,
+                buffer_bytes=buffer_bytes,
                 shared_params=shared,
                 shared_with=tuple(sorted(others)),
                 repeat=key in seen_modules,
@@ -153,6 +153,24 @@ def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> l
         )
         seen_modules.add(key)
     return rows
+
+
+def _counts(module: nn.Module) -> tuple[list[nn.Parameter], tuple[int, int, int, int, int]]:
+    """A module's parameters (recursively, each once) and (elements, trainable elements,
+    bytes, buffer elements, buffer bytes); a leaf module is read directly (fast path)."""
+    if module._modules:
+        params, buffers = list(module.parameters()), list(module.buffers())
+    else:
+        params = list({id(p): p for p in module._parameters.values() if p is not None}.values())
+        buffers = list({id(b): b for b in module._buffers.values() if b is not None}.values())
+    n = trainable = nbytes = 0
+    for p in params:
+        k = p.numel()
+        n += k
+        nbytes += k * p.element_size()
+        if p.requires_grad:
+            trainable += k
+    return params, (n, trainable, nbytes, sum(b.numel() for b in buffers), sum(_nbytes(b) for b in buffers))
 
 
 #: optimizer state tensors per trainable parameter

@@ -85,8 +85,8 @@ class ReplayingOpFlops(OpFlops):
             functional = self._functional[func] = (
                 schema is not None and not schema.is_mutable and not getattr(func, "is_view", True)
             )
-        if not functional:
-            return func(*args, **kwargs)
+        if not functional or not any(isinstance(a, torch.Tensor) and a.is_meta for a in args):
+            return func(*args, **kwargs)  # nothing on meta: nothing to replay
         with torch.no_grad():  # below autograd the grad flags do not matter: key on metadata
             key = key_of(func, args, kwargs)
         if key is None:
