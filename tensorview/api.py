@@ -18,10 +18,10 @@ from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
 from .importers import import_program, is_program
-from .recording import BaseRecorder, Probe
+from .recording import BaseRecorder, Probe, interrupts
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
-from .recording.placement import as_device, model_device, placed, training_mode
-from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph
+from .recording.placement import as_device, model_device, placed
+from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
 from .transform import build_view
 
 MODES = ("eval", "train", "same")
@@ -89,11 +89,13 @@ def draw_graph(
     show_shapes: bool = True,
     show_params: bool = False,
     fold: bool | Literal["auto"] = "auto",
+    open_folds: bool | int = False,
     graph_dir: str = "TB",
     graph_name: str = "model",
     save_graph: bool = False,
     filename: str | None = None,
     directory: str = ".",
+    style: str | None = None,
     stats: str | Sequence[str] = (),
     **forward_kwargs: Any,
 ) -> ComputationGraph:
@@ -110,21 +112,24 @@ def draw_graph(
     to an option name (``dept=2``) is an ``InvalidInputError`` ("did you mean depth?").
     ``device="meta"`` records models of any size without memory; the caller's model is
     never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
-    ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
+    ``"train"`` or ``"same"`` (leave the flags as they are); a mode other than the
+    model's, or training mode (where BatchNorm updates its statistics), runs on a copy of
+    the module tree that shares the parameters, so the caller's flags and buffers never
+    change, also not while the call runs.
     The view options have torchview's meanings; change them later with ``graph.view(...)``.
-    ``stats`` (``("params", "flops")``, see ``tensorview.cost.STATS``): cost-model numbers on
-    the nodes, recorded with grad enabled; ``graph.summary()`` then gives the cost table.
+    ``style`` picks a named look: ``"paper"`` (figures: serif, grayscale-safe, thin lines),
+    ``"dark"`` (dark notebooks) or ``"default"``.  ``stats=("params", "flops")`` (see
+    ``tensorview.cost.STATS``) records costs (grad enabled) and shows them on the nodes.
 
     A ``torch.export.ExportedProgram`` or a ``torch.fx.GraphModule`` is drawn from its
     graph, nothing runs: inputs are optional, checked against its input specs (see
     docs/recording.md).
     """
-    stats = check_stats(stats)
     program = is_program(model)
+    stats = check_stats(stats, runs=not program)
     if not program:
         check_model(model, "draw_graph")
-    elif stats:  # nothing runs, so nothing is measured
-        raise InvalidInputError(f"stats={stats!r} need a forward that runs; a traced program is drawn without one")
+    styler = styler_for(style) if style is not None else None
     if forward_kwargs:
         check_forward_kwargs(model, forward_kwargs, _OPTION_NAMES)
     if mode not in MODES:
@@ -138,6 +143,7 @@ def draw_graph(
         show_shapes=show_shapes,
         show_params=show_params,
         fold=fold,
+        open_folds=open_folds,
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
     if program:
@@ -146,28 +152,29 @@ def draw_graph(
     else:
         inputs = (input_size, input_data, dtypes, forward_kwargs)
         graph = _record(model, inputs, device, mode, stats, options=options, render_options=render_options)
+    if styler is not None:
+        graph = graph.view(styler=styler)
     if save_graph:
         graph.save(_save_path(directory, filename, graph_name))
     return graph
 
 
-def _record(
-    model: nn.Module, inputs: Any, device: Any, mode: str, stats: Sequence[str], copy: bool = False, **options: Any
-) -> ComputationGraph:
+def _record(model: nn.Module, inputs: Any, device: Any, mode: str, stats: Sequence[str], **options: Any) -> Any:
     """One forward of ``model`` (see draw_graph); with ``stats``, with the cost probe."""
+    if mode not in MODES:
+        raise choices_error("mode", mode, MODES)
     input_size, input_data, dtypes, forward_kwargs = inputs
     dev = as_device(device)
     target = dev if dev is not None else model_device(model)
     args, kwargs = make_inputs(input_size, input_data, dtypes, target)
     kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
     probes = [CostProbe(stats)] if stats else []
-    with placed(model, dev, always_copy=copy) as runnable, training_mode(runnable, mode):
+    # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
+    with interrupts.deferred(interrupts.caller_frame()):
+        runnable = placed(model, dev, mode)  # a copy where the mode or buffers would change
         with torch.set_grad_enabled(bool(stats)), Recorder(runnable, device=dev, probes=probes, **options) as rec:
             runnable(*args, **kwargs)
-    graph = rec.graph
-    if "activation_bytes" in stats:
-        graph.annotate(ActivationBytes())
-    return graph
+    return rec.graph.annotate(ActivationBytes()) if "activation_bytes" in stats else rec.graph
 
 
 def _program_inputs(
@@ -191,8 +198,8 @@ def _program_inputs(
     return args, kwargs
 
 
-def _option_names(fn: Any) -> tuple[str, ...]:
-    """``fn``'s own parameter names (a forward keyword close to one is a misspelling)."""
+#: draw_graph's own parameter names (a forward keyword close to one is a misspelling)
+def _option_names(fn: Any) -> tuple[str, ...]:  # a forward keyword close to one is a misspelling
     return tuple(n for n, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD and n != "model")
 
 
@@ -212,20 +219,13 @@ def summary(
     state_dtype: Any = None,
     **forward_kwargs: Any,
 ) -> Summary:
-    """What ``model`` costs: parameters, FLOPs and memory per module call and in total
-    (``print(s)``: the table).  Inputs as for ``draw_graph``; the forward runs once with
-    grad enabled on a copy of the model on ``device`` (``"meta"``: any size) in ``mode``
-    (``"train"``: what training runs); the caller's model is never moved, modified or run.
-    ``depth``: rows of the table (None: all); ``optimizer`` (``"adam"``, ``"sgd"``...) and
-    ``state_dtype`` shape the training-memory estimate.  See docs/cost-model.md."""
+    """Parameters, FLOPs and memory of ``model`` per module call and in total (``print(s)``):
+    one forward with grad enabled, inputs as for ``draw_graph``, on a copy where anything
+    could change; ``optimizer``/``state_dtype``: the training memory.  docs/cost-model.md."""
     check_model(model, "summary")
-    if forward_kwargs:
-        check_forward_kwargs(model, forward_kwargs, _option_names(summary))
-    if mode not in MODES:
-        raise choices_error("mode", mode, MODES)
+    check_forward_kwargs(model, forward_kwargs, _option_names(summary))
     check_options(depth, optimizer, state_dtype)
-    graph = _record(model, (input_size, input_data, dtypes, forward_kwargs), device, mode, STATS, copy=True)
-    assert graph.cost is not None
+    graph = _record(model, (input_size, input_data, dtypes, forward_kwargs), device, mode, STATS)
     return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
 
 

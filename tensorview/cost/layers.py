@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..errors import InvalidTypeError, choices_error
+from ..errors import InvalidInputError, InvalidTypeError, choices_error
 from ..graph import FunctionNode, Graph, ModuleNode, TensorNode, unhandled
 from .fmt import Bytes, Count, Flops
 from .memory import tensor_nbytes
@@ -41,8 +41,9 @@ STATS = ("params", "trainable_params", "shared_with", "flops", "uncounted", "act
 PROBE_STATS = tuple(s for s in STATS if s != "activation_bytes")
 
 
-def check_stats(stats: Any) -> tuple[str, ...]:
-    """``stats`` as a tuple of layer names: a name, or a sequence of names from :data:`STATS`."""
+def check_stats(stats: Any, *, runs: bool = True) -> tuple[str, ...]:
+    """``stats`` as a tuple of layer names: a name, or a sequence of names from :data:`STATS`;
+    ``runs=False``: the model is drawn without running (a traced program), so none can be."""
     if isinstance(stats, str):
         stats = (stats,)
     if not isinstance(stats, (tuple, list)) or not all(isinstance(s, str) for s in stats):
@@ -50,6 +51,10 @@ def check_stats(stats: Any) -> tuple[str, ...]:
     for s in stats:
         if s not in STATS:
             raise choices_error("stat", s, STATS)
+    if stats and not runs:
+        raise InvalidInputError(
+            f"stats={tuple(stats)!r} need a forward that runs; a traced program is drawn without one"
+        )
     return tuple(dict.fromkeys(stats))
 
 

@@ -65,10 +65,9 @@ class ModuleScope(OpRecorder):
             probes.enter_call(m, module)
         try:
             out = call(module, *args, **kwargs)
-        except BaseException:
+        except BaseException as e:
             self.builder.fail_call(m)
-            if self.failure is None:
-                self.failure = (path, "")
+            self.failed(e, path, "")
             raise
         finally:
             self.stack.pop()
@@ -83,13 +82,14 @@ class ModuleScope(OpRecorder):
         """Edges from every tensor argument into the module call; tensors not recorded yet
         (parameters, buffers, constants) become source nodes and enter as RecorderTensors."""
         add_edge = self.builder.add_edge
+        token = self.token
 
         def enter(t: torch.Tensor) -> torch.Tensor:
             node = self.node_of(t)
             add_edge(node.id, m.id)
-            if type(t) is _RT or type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided:
-                return t
-            return recorded_alias(t, node)
+            if type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided:
+                return t  # ours already, a stale one (tracked as a source) or another subclass
+            return recorded_alias(t, node, token)
 
         args = tuple(map_tensors(a, enter) for a in args)
         if kwargs:
@@ -102,8 +102,10 @@ class ModuleScope(OpRecorder):
         b.end_call(m)
         parent = self.graph.module(m.parent) if m.parent is not None else m
 
+        token = self.token
+
         def result(t: torch.Tensor) -> torch.Tensor:
-            if type(t) is _RT or id(t) in self.sources:
+            if (type(t) is _RT and t._tv_tok is token) or id(t) in self.sources:
                 node = self.node_of(t)
                 if m.id < node.id < m.end and node.role not in SOURCE_ROLES:  # produced inside the call
                     b.add_edge(m.id, node.id)
@@ -112,7 +114,7 @@ class ModuleScope(OpRecorder):
                 alias = self.new_tensor(t, m.name + "_out", "intermediate", parent, copy_of=node.id, producer=m.id)
                 plain = t.as_subclass(_Tensor) if type(t) is _RT else t
                 if type(plain) is _Tensor and plain.layout == torch.strided:
-                    return recorded_alias(plain, alias)
+                    return recorded_alias(plain, alias, token)
                 return t
             # a tensor we never saw: made where we could not look (scripted/C++ module)
             node = self.new_tensor(t, m.name + "_out", "intermediate", parent, producer=m.id)
