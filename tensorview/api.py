@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 from collections.abc import Sequence
@@ -17,8 +18,9 @@ from .cost.summary import Summary, check_options
 from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
-from .importers import import_program, is_program
+from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, interrupts
+from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
 from .recording.placement import as_device, model_device, placed
 from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
@@ -111,7 +113,10 @@ def draw_graph(
     A keyword for ``forward`` that ``forward`` does not declare by name and that is close
     to an option name (``dept=2``) is an ``InvalidInputError`` ("did you mean depth?").
     ``device="meta"`` records models of any size without memory; the caller's model is
-    never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
+    never moved or modified (a meta copy is run instead).  ``device="fake"`` records with
+    ``FakeTensorMode`` (no memory either) where the forward needs values meta lacks:
+    ``nonzero`` and masks get symbolic sizes (``u0``), ``.item()`` a symbolic number, and
+    Hugging Face mask helpers take their tracing path.  ``mode`` is ``"eval"``,
     ``"train"`` or ``"same"`` (leave the flags as they are); a mode other than the
     model's, or training mode (where BatchNorm updates its statistics), runs on a copy of
     the module tree that shares the parameters, so the caller's flags and buffers never
@@ -147,7 +152,7 @@ def draw_graph(
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
     if program:
-        ir = import_program(model, _program_inputs(model, input_size, input_data, dtypes, mode, forward_kwargs))
+        ir = import_program(model, program_inputs(model, input_size, input_data, dtypes, mode, forward_kwargs))
         graph = ComputationGraph(ir, options, render_options)
     else:
         inputs = (input_size, input_data, dtypes, forward_kwargs)
@@ -164,41 +169,24 @@ def _record(model: nn.Module, inputs: Any, device: Any, mode: str, stats: Sequen
     if mode not in MODES:
         raise choices_error("mode", mode, MODES)
     input_size, input_data, dtypes, forward_kwargs = inputs
-    dev = as_device(device)
+    fake = is_fake(device)
+    dev = None if fake else as_device(device)
     target = dev if dev is not None else model_device(model)
     args, kwargs = make_inputs(input_size, input_data, dtypes, target)
     kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
     probes = [CostProbe(stats)] if stats else []
     # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
-    with interrupts.deferred(interrupts.caller_frame()):
-        runnable = placed(model, dev, mode)  # a copy where the mode or buffers would change
+    with interrupts.deferred(interrupts.caller_frame()), contextlib.ExitStack() as stack:
+        if fake:  # FakeTensorMode: sizes that depend on values become symbols (recording/fake.py)
+            runnable, to_fake = stack.enter_context(fake_placed(model, mode))
+            args, kwargs = to_fake((args, kwargs))
+        else:
+            runnable = placed(model, dev, mode)  # a copy where the mode or buffers would change
         with torch.set_grad_enabled(bool(stats)), Recorder(runnable, device=dev, probes=probes, **options) as rec:
             runnable(*args, **kwargs)
     return rec.graph.annotate(ActivationBytes()) if "activation_bytes" in stats else rec.graph
 
 
-def _program_inputs(
-    program: Any, input_size: Any, input_data: Any, dtypes: Any, mode: str, forward_kwargs: dict[str, Any]
-) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-    """The inputs given for a traced program, on meta (only their shapes are used), or
-    ``None``.  Its graph was fixed when it was traced: ``mode="train"`` cannot apply."""
-    what = type(program).__name__
-    if mode == "train":
-        raise InvalidInputError(
-            f"mode='train' cannot apply to a {what}: its graph was fixed when it was traced "
-            "(export or trace the model in train mode instead); use mode='eval' or 'same'"
-        )
-    if input_size is None and input_data is None and not forward_kwargs:
-        return None
-    meta = torch.device("meta")
-    args, kwargs = (
-        ((), {}) if input_size is None and input_data is None else make_inputs(input_size, input_data, dtypes, meta)
-    )
-    kwargs.update({k: to_device(v, meta, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
-    return args, kwargs
-
-
-#: draw_graph's own parameter names (a forward keyword close to one is a misspelling)
 def _option_names(fn: Any) -> tuple[str, ...]:  # a forward keyword close to one is a misspelling
     return tuple(n for n, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD and n != "model")
 

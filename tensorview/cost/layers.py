@@ -77,18 +77,21 @@ def stat_layers(record: CostRecord, stats: Iterable[str]) -> dict[str, dict[int,
     return out
 
 
+def _nbytes(t: TensorNode) -> int:
+    """A tensor's bytes; 0 for a size that depends on values (a symbol, ``device="fake"``)."""
+    dims = [d for d in t.shape if isinstance(d, int)]
+    return tensor_nbytes(dims, t.dtype) if len(dims) == len(t.shape) else 0
+
+
 def activation_bytes(graph: Graph, node_id: int) -> int:
-    """Bytes of the tensors a module call or op returns (a tensor node: its own bytes)."""
+    """Bytes of the tensors a module call or op returns (a tensor node: its own bytes);
+    tensors whose sizes depend on values are not counted."""
     node = graph.nodes[node_id]
     match node:
         case TensorNode():
-            return tensor_nbytes(node.shape, node.dtype)
+            return _nbytes(node)
         case FunctionNode() | ModuleNode():
-            total = 0
-            for i in graph.output_tensors(node_id):
-                t = graph.tensor(i)
-                total += tensor_nbytes(t.shape, t.dtype)
-            return total
+            return sum(_nbytes(graph.tensor(i)) for i in graph.output_tensors(node_id))
         case _:
             unhandled(node)
 

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..errors import InvalidInputError, InvalidTypeError
-from ..graph import Graph, ir_of
+from ..graph import Graph, Shape, ir_of
 from .layers import activation_bytes
 from .params import ParamTotals, TrainingMemory, training_memory_of
 from .record import CostRecord
@@ -42,7 +42,7 @@ class Row:
     cls: str
     depth: int
     call_index: int
-    output_shapes: tuple[tuple[int, ...], ...]
+    output_shapes: tuple[Shape, ...]
     params: int
     trainable_params: int
     buffers: int

@@ -25,9 +25,8 @@ from contextlib import contextmanager
 
 from .graph import Graph
 from .names import Namespace
-from .nodes import FunctionNode, ModuleNode, TensorNode
+from .nodes import FunctionNode, ModuleNode, Shape, TensorNode
 
-Shape = tuple[int, ...]
 #: what a scripted op returns: ``(shape, dtype, device)`` per result
 Meta = tuple[Shape, str, str]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import InvalidTypeError
 from .annotations import Annotations
-from .nodes import FunctionNode, ModuleNode, Node, TensorNode
+from .nodes import FunctionNode, ModuleNode, Node, Shape, TensorNode
 
 
 class EdgeList:
@@ -162,7 +162,7 @@ class Graph:
     def children(self, module_id: int) -> list[Node]:
         return [n for n in self.nodes if n.parent == module_id]
 
-    def shapes(self, ids: list[int]) -> list[tuple[int, ...]]:
+    def shapes(self, ids: list[int]) -> list[Shape]:
         nodes = self.nodes
         return [n.shape for n in (nodes[i] for i in ids) if type(n) is TensorNode]
 

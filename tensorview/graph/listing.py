@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .nodes import FunctionNode, ModuleNode, TensorNode, unhandled
+from .nodes import FunctionNode, ModuleNode, Shape, TensorNode, unhandled
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -32,11 +32,11 @@ def one_line(text: str) -> str:
     return shorten(printable(text))
 
 
-def fmt_shape(shape: tuple[int, ...]) -> str:
+def fmt_shape(shape: Shape) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ")"
 
 
-def fmt_shapes(shapes: list[tuple[int, ...]]) -> str:
+def fmt_shapes(shapes: list[Shape]) -> str:
     return ", ".join(fmt_shape(s) for s in shapes)
 
 

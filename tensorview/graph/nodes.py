@@ -1,7 +1,9 @@
 """Node types of the recorded graph.
 
 Nodes hold metadata only (names, paths, shapes as tuples of ints, dtypes and devices
-as strings), never tensors, so a recorded graph keeps no activation memory.
+as strings), never tensors, so a recorded graph keeps no activation memory.  A size that
+depends on tensor values (``nonzero`` recorded with ``device="fake"``) is a string naming
+its symbol or expression (``"u0"``, ``"u0//3"``).
 
 Every node has a unique integer ``id`` handed out in creation order, which is also
 its execution ``order`` in the forward pass.  ``parent`` is the id of the enclosing
@@ -19,6 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar, NoReturn
+
+#: one size of a shape: an int, or a symbolic size's name (``"u0"``)
+Dim = int | str
+Shape = tuple[Dim, ...]
 
 #: Roles of tensor nodes.  Sources (no producer) are inputs and the last five.
 ROLES = ("input", "output", "intermediate", "created", "constant", "parameter", "buffer")
@@ -53,7 +59,7 @@ class TensorNode(BaseNode):
     """One version of a tensor.  An in-place op makes a new version (a new node)."""
 
     kind: ClassVar[str] = "tensor"
-    shape: tuple[int, ...]
+    shape: Shape
     dtype: str
     device: str
     role: str

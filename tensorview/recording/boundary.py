@@ -16,6 +16,8 @@ from torch.overrides import TorchFunctionMode
 
 from . import interrupts
 from .calls import ModuleScope
+from .compiled import EAGER_STANCE
+from .inference import InferenceWrites
 from .optable import MODULE_ATTRS
 from .state import Frame
 from .tensor import RecorderTensor
@@ -48,10 +50,16 @@ class RootBoundary(ModuleScope):
         tf_state = _get_tf_state() if _get_tf_state is not None else None
         self.stack.append(Frame(module, root))
         self.running = True
+        stance = False
         try:
             if self.probes is not None:
                 self.probes.start(root, module)
+            EAGER_STANCE.acquire()  # torch.compile'd code inside runs eagerly (compiled.py)
+            stance = True
             self._mode.__enter__()
+            if torch.is_inference_mode_enabled() or (first is not None and first.is_inference()):
+                self.writes = InferenceWrites()  # no version counters: catch writes (inference.py)
+                self.writes.push()
             with _Disable():
                 args, kwargs = self._wrap_inputs(module, args, kwargs)
             interrupts.allow()
@@ -87,6 +95,11 @@ class RootBoundary(ModuleScope):
                 self.stack.clear()
                 self.sources.clear()
                 self.mutations.clear()
+                if self.writes is not None:
+                    self.writes.close()
+                    self.writes = None
+                if stance:
+                    EAGER_STANCE.release()
                 # what only recording needed: a kept Recorder holds the graph and little else
                 self.module_names.clear()
                 self.param_names.clear()

@@ -13,6 +13,7 @@ from torch import nn
 
 from ..graph import SOURCE_ROLES, ModuleNode
 from .ops import OpRecorder
+from .optable import version
 from .state import Frame, recorded_alias
 from .tensor import RecorderTensor
 from .tree import map_tensors
@@ -115,6 +116,8 @@ class ModuleScope(OpRecorder):
                 plain = t.as_subclass(_Tensor) if type(t) is _RT else t
                 if type(plain) is _Tensor and plain.layout == torch.strided:
                     return recorded_alias(plain, alias, token)
+                if type(t) is not _RT:  # one object (a fake or other foreign tensor): now the alias
+                    self.sources[id(t)] = [t, alias, version(t)]
                 return t
             # a tensor we never saw: made where we could not look (scripted/C++ module)
             node = self.new_tensor(t, m.name + "_out", "intermediate", parent, producer=m.id)

@@ -25,10 +25,10 @@ from typing import Any
 
 import torch
 
-from .optable import storage_owner
+from .inference import storage_id
+from .optable import bump_version, storage_owner, version
 
 _Tensor = torch.Tensor
-_increment_version = torch.autograd.graph.increment_version
 _ATOMS = (
     int,
     float,
@@ -90,7 +90,8 @@ def template_of(out: Any, ins: list[_Tensor], before: list[int], flat: bool = Tr
     nothing else holds, so it is replayed as a new tensor with the same strides."""
     roots = [storage_owner(t) for t in ins]
     internal: list[Any] = []  # bases of internal views seen, to refuse two sharing one
-    bumps = tuple((i, t._version - v) for i, (t, v) in enumerate(zip(ins, before)) if t._version != v)
+    after = [version(t) for t in ins]
+    bumps = tuple((i, a - v) for i, (a, v) in enumerate(zip(after, before)) if a != v)
     if any(d < 0 for _, d in bumps):
         return MISS
     if isinstance(out, _Tensor):
@@ -121,7 +122,12 @@ def _one(o: _Tensor, ins: list[_Tensor], roots: list[_Tensor], flat: bool, inter
         if o is t:
             return ("same", i)
     shape, stride, offset, dtype = tuple(o.shape), o.stride(), o.storage_offset(), o.dtype
-    if o._is_view():
+    if o.is_inference():  # no view links: a view is a result sharing an argument's storage
+        key = storage_id(o)
+        for i, t in enumerate(ins):
+            if key is not None and t.is_inference() and storage_id(t) == key:
+                return MISS if t.dtype != dtype else ("view", i, shape, stride, offset)
+    elif o._is_view():
         base = o._base
         for i, r in enumerate(roots):
             if base is r:
@@ -142,7 +148,7 @@ def replay(template: Any, ins: list[_Tensor]) -> Any:
     kind = template[0]
     for i, d in template[-1]:
         for _ in range(d):
-            _increment_version(ins[i])
+            bump_version(ins[i])
     if kind == "one":
         return _make(template[1], ins)
     if kind == "atom":

@@ -28,7 +28,7 @@ from .optable import (
     PLAIN_TYPES,
     QUERIES,
     TENSOR_ITER,
-    storage_owner,
+    storage_key,
     version,
 )
 from .state import SessionState, recorded_alias
@@ -104,7 +104,7 @@ class OpRecorder(SessionState):
 
     def _after_foreign_mutation(self, t: torch.Tensor, node: TensorNode) -> TensorNode:
         """``t`` changed through another view: a new version produced by the op that did it."""
-        hit = self.mutations.get(id(storage_owner(t)))
+        hit = self.mutations.get(storage_key(t, self.writes is not None)[0])
         if hit is None:  # mutated where we could not see (inside an opaque module): keep the node
             return node
         fn = self.graph.nodes[hit[1]]
@@ -156,8 +156,11 @@ class OpRecorder(SessionState):
             scope = self.scope()
             in_nodes = [self.node_of(t) for t in ins]
             fn = self.builder.add_function(op_name(func), scope, [n.id for n in in_nodes])
-        if self.probes is not None and self.probes.substitutes:
-            func = self._substitute(func)
+        if self.probes is not None and self.probes.substitutes:  # a probe runs its own function (probes.py)
+            func = self.probes.substitutes.get(func, func)
+        writes = self.writes  # inference tensors met: the op's writes are caught by schema
+        if writes is not None and not writes.on_stack:  # (else caught for the whole root call)
+            writes.catcher.__enter__()
         try:
             if foreign:
                 out = self._run(self._call_foreign, func, args, kwargs, fn)
@@ -170,16 +173,11 @@ class OpRecorder(SessionState):
             fn.failed = True
             self.failed(e, scope.path, fn.name)
             raise
+        finally:
+            if writes is not None and not writes.on_stack:
+                writes.catcher.__exit__(None, None, None)
         with _Disable():
             return self._after_op(out, fn, ins, scope)
-
-    def _substitute(self, func: Any) -> Any:
-        """The function a probe runs in place of ``func`` (probes.py), else ``func``."""
-        assert self.probes is not None
-        try:
-            return self.probes.substitutes.get(func, func)
-        except TypeError:  # an unhashable callable: nobody substitutes it
-            return func
 
     def _run(self, call: Any, a: Any, b: Any, c: Any, fn: FunctionNode) -> Any:
         """``call(a, b, c)`` (or ``call(*a, **b)`` when ``c`` is None) between the probes'
@@ -262,8 +260,8 @@ class OpRecorder(SessionState):
                 else:
                     sources[id(t)] = [t, new, v]
                 mutated[id(t)] = new
-                key = storage_owner(t)
-                self.mutations[id(key)] = (key, fid)
+                key, owner = storage_key(t, self.writes is not None)
+                self.mutations[key] = (owner, fid)
         if isinstance(out, _Tensor):
             return self._wrap_one(out, fn, 0, ins, mutated)
         index = itertools.count()  # split, chunk, max(dim=...): one result node each, in order

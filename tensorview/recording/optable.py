@@ -9,9 +9,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from .inference import ACTIVE as _INFERENCE
+from .inference import bump_inference, inference_version, storage_id
 from .tensor import RecorderTensor
 
 _Tensor = torch.Tensor
+_increment_version = torch.autograd.graph.increment_version
 #: types whose instances the recorder may re-wrap as plain ``RecorderTensor`` aliases
 PLAIN_TYPES = (torch.Tensor, RecorderTensor, nn.Parameter)
 
@@ -157,10 +160,22 @@ def device_name(dev: Any) -> str:
 
 
 def version(t: torch.Tensor) -> int:
+    """``t``'s version counter; for an inference tensor, which has none, the writes the
+    recording saw to its storage (inference.py)."""
+    if _INFERENCE and t.is_inference():  # only while a recording meets inference tensors
+        return inference_version(t)
     try:
         return t._version
-    except RuntimeError:  # inference tensors keep no version counter
-        return -1
+    except RuntimeError:  # an inference tensor, the first one the recording meets
+        return inference_version(t)
+
+
+def bump_version(t: torch.Tensor) -> None:
+    """Count one more write to ``t`` (as an in-place op would)."""
+    if t.is_inference():
+        bump_inference(t)
+    else:
+        _increment_version(t)
 
 
 def shape_of(t: torch.Tensor) -> tuple[int, ...]:
@@ -168,6 +183,34 @@ def shape_of(t: torch.Tensor) -> tuple[int, ...]:
         return tuple(t.shape)
     except RuntimeError:  # nested tensors have no single shape
         return ()
+
+
+def storage_key(t: torch.Tensor, inference: bool) -> tuple[int, Any]:
+    """(key, object keeping the key valid) of ``t``'s storage: the tensor owning it, or,
+    for an inference tensor (no ``_base``) once a recording meets them, the storage's id."""
+    if inference and t.is_inference():
+        return storage_id(t) or 0, None
+    owner = storage_owner(t)
+    return id(owner), owner
+
+
+def symbolic_shape(shape: tuple[Any, ...]) -> tuple[int | str, ...]:
+    """A shape with symbolic sizes (``SymInt``, from fake tensors with a ``ShapeEnv``):
+    sizes known to be constant as ints, the others as their expression (``u0``, ``u0//3``)."""
+    dims: list[int | str] = []
+    for d in shape:
+        if isinstance(d, int):
+            dims.append(d)
+            continue
+        known = d.node.maybe_as_int()
+        if known is not None:
+            dims.append(int(known))
+            continue
+        text = str(d)
+        if text.startswith("(") and text.endswith(")") and text.count("(") == 1:
+            text = text[1:-1]  # "(u0//3)" -> "u0//3"
+        dims.append(text)
+    return tuple(dims)
 
 
 def storage_owner(t: torch.Tensor) -> torch.Tensor:

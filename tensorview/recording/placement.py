@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from ..errors import InvalidInputError
+from .compiled import rebind_compiled_methods
 from .copies import own_buffers, tree_copy
 from .inputs import summary
 from .optable import MODULE_ATTRS
@@ -40,6 +41,7 @@ def placed(model: nn.Module, device: torch.device | None, mode: str = "same") ->
     if mode != "train" and not any(m.training for m in model.modules()):
         return model
     clone = tree_copy(model)
+    rebind_compiled_methods(model, clone)  # a compiled or bound method stored on a module
     if mode != "same":
         clone.train(mode == "train")
     own_buffers(clone)
@@ -70,6 +72,7 @@ def _moved(model: nn.Module, device: torch.device) -> nn.Module:
             f"cannot record {type(model).__name__} on {device}: the model could not be copied "
             f"({type(e).__name__}: {e}); move the model to {device} yourself, or pass device=None"
         ) from e
+    rebind_compiled_methods(model, clone)  # m.forward = torch.compile(m.forward): run the copy
     # plain tensor attributes (not parameters or buffers) were deep-copied where they
     # were; on the copy, move them too, so `x * self.mask` works on the device
     for m in clone.modules():

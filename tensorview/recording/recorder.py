@@ -11,6 +11,8 @@ from torch import nn
 from ..errors import InvalidTypeError, RecordingError, TensorviewError, describe, recording_error
 from ..graph import Graph
 from . import interrupts
+from .compiled import dynamo_disabled
+from .fake import failure_hint
 from .inputs import check_model
 from .patch import SharedPatch
 from .probes import Probe
@@ -22,15 +24,19 @@ R = TypeVar("R")
 
 
 def _make_call(original: Callable[..., Any]) -> Callable[..., Any]:
+    installed: Any = None  # the wrapper as installed (behind torch._dynamo.disable, if loaded)
+
     def __call__(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
         session = getattr(_tls, "session", None)
-        if session is None or MODULE_CALL.installed is not __call__:  # not recording, or a stale wrapper
+        if session is None or MODULE_CALL.installed is not installed:  # not recording, or a stale wrapper
             return original(self, *args, **kwargs)
         return session.call_module(original, self, args, kwargs)
 
-    __call__.__wrapped__ = original  # type: ignore[attr-defined]
-    __call__.__tensorview__ = True  # type: ignore[attr-defined]
-    return __call__
+    # with Dynamo loaded, a compiled caller graph-breaks here instead of tracing us (compiled.py)
+    installed = dynamo_disabled(__call__)
+    installed.__wrapped__ = original
+    installed.__tensorview__ = True
+    return installed
 
 
 #: ``nn.Module.__call__`` is patched once for all recorders of the process; the wrapper
@@ -129,11 +135,13 @@ class BaseRecorder(Generic[R]):
         if op:
             where += f", op {op!r}"
         g.error = describe(exc)
+        message = f"forward raised in {where}: {g.error}"
+        hint = failure_hint(exc, op, session.model)  # values needed on meta/fake: what to do
+        if hint:
+            message += f"\n{hint}"
         partial = self._result(g) if g.root is not None else None
         # also an instance of type(exc): `except ValueError` in the caller's code keeps working
-        err: RecordingError = recording_error(
-            exc, f"forward raised in {where}: {g.error}", graph=partial, module_path=path
-        )
+        err: RecordingError = recording_error(exc, message, graph=partial, module_path=path)
         return err
 
 

@@ -23,6 +23,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from .boundary import RootBoundary
+from .compiled import unwrap
 from .probes import Probe
 
 
@@ -51,6 +52,12 @@ class Session(RootBoundary):
         """The patched ``nn.Module.__call__`` of the recording thread lands here."""
         if threading.get_ident() != self.thread:
             return call(module, *args, **kwargs)
+        wrapper = self.compile_wrapper
+        if wrapper is not None and isinstance(module, wrapper):
+            # torch.compile(m): no node of its own; ``m`` is called in its place (its compiled
+            # forward would call ``m`` through a method bound before our patch), and gets the
+            # wrapper's path; hooks registered on the wrapper itself do not run
+            return self.call_module(call, unwrap(module), args, kwargs)
         if not self.stack:
             if module is not self.model or self.done:
                 return call(module, *args, **kwargs)

@@ -13,8 +13,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..graph import GraphBuilder, ModuleNode, TensorNode
-from .optable import BUFFER_ROLE, PARAM_ROLE, device_name, dtype_name, shape_of, version
+from ..graph import GraphBuilder, ModuleNode, Shape, TensorNode
+from .compiled import optimized_module_type, unwrap
+from .inference import InferenceWrites
+from .optable import BUFFER_ROLE, PARAM_ROLE, device_name, dtype_name, shape_of, symbolic_shape, version
 from .probes import Probe, Probes
 from .tensor import RecorderTensor
 
@@ -31,7 +33,10 @@ class SessionState:
     def __init__(
         self, model: nn.Module, *, device: Any = None, meta_replay: bool = True, probes: Sequence[Probe] = ()
     ) -> None:
-        self.model = model
+        #: the model recorded: a ``torch.compile`` wrapper stands for the module it wraps
+        self.model = model = unwrap(model)
+        #: torch.compile's wrapper class (OptimizedModule), None when Dynamo is not loaded
+        self.compile_wrapper = optimized_module_type()
         #: (op, argument metadata) -> how to replay its results on meta (see metacache.py)
         self.meta_cache: dict[Any, Any] | None = {} if meta_replay else None
         #: the probes recording extra facts (probes.py); None without any, to keep ops fast
@@ -63,7 +68,9 @@ class SessionState:
         # the id valid for the session's life only
         self.sources: dict[int, list[Any]] = {}
         # last op that mutated a storage: id(storage owner) -> (owner, function node id)
-        self.mutations: dict[int, tuple[torch.Tensor, int]] = {}
+        self.mutations: dict[int, tuple[Any, int]] = {}
+        #: writes per storage, once the recording meets inference tensors (inference.py)
+        self.writes: InferenceWrites | None = None
 
     def failed(self, exc: BaseException, path: str, op: str) -> None:
         """``exc`` passes through (module ``path``, ``op``) while propagating."""
@@ -86,8 +93,12 @@ class SessionState:
         producer: int | None = None,
     ) -> TensorNode:
         """A node for (this version of) ``t``, made inside ``scope``."""
-        shape = shape_of(t)
-        shape = self.shapes.setdefault(shape, shape)
+        dims = shape_of(t)
+        shape: Shape
+        try:
+            shape = self.shapes.setdefault(dims, dims)
+        except TypeError:  # symbolic sizes (device="fake"): SymInts are unhashable
+            shape = symbolic_shape(dims)
         return self.builder.add_tensor(
             base,
             scope,
@@ -111,8 +122,11 @@ def model_names(model: nn.Module) -> tuple[dict[int, str], dict[int, tuple[str, 
     params: dict[int, tuple[str, str]] = {}
     buffers: dict[int, tuple[str, str]] = {}
     stack: list[tuple[str, nn.Module]] = [("", model)]
+    wrapper = optimized_module_type()  # torch.compile(m) stands for m, at its own path
     while stack:
         name, m = stack.pop()
+        if wrapper is not None and isinstance(m, wrapper):
+            m = unwrap(m)
         modules.setdefault(id(m), name)
         prefix = name + "." if name else ""
         for k, p in m._parameters.items():

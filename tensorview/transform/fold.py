@@ -5,7 +5,7 @@ ranges once, so finding runs costs O(size of the siblings)."""
 
 from __future__ import annotations
 
-from ..graph import FunctionNode, Graph, ModuleNode, TensorNode
+from ..graph import FunctionNode, Graph, ModuleNode, Shape, TensorNode
 
 
 def call_end(g: Graph, m: ModuleNode) -> int:
@@ -13,7 +13,7 @@ def call_end(g: Graph, m: ModuleNode) -> int:
     return m.end if m.end >= 0 else len(g.nodes)
 
 
-def _io_shapes(g: Graph, m: ModuleNode) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+def _io_shapes(g: Graph, m: ModuleNode) -> tuple[list[Shape], list[Shape]]:
     succ, pred = g.adjacency()  # the lists directly: this runs once per sibling call
     return g.shapes(pred[m.id]), g.shapes(succ[m.id])
 

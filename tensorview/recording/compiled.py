@@ -1,0 +1,161 @@
+"""``torch.compile``d models, recorded as the eager modules they wrap.
+
+A compiled model runs Dynamo, which would trace tensorview's own recording code (our
+``__torch_function__``, the patched ``nn.Module.__call__``) instead of the model.  So,
+while a root call is recorded:
+
+* the compiler's stance is ``"force_eager"`` (``torch.compiler.set_stance``): every
+  ``torch.compile``d function, method and module runs its original Python code eagerly
+  and nothing is compiled or traced (``eager_stance``, shared by the recorders of all
+  threads and restored by the last one; other threads' compiled code runs eagerly for that
+  time too, its compiled cache is untouched);
+* a ``torch.compile(module)`` wrapper (``OptimizedModule``) is transparent: it gets no
+  ModuleNode, the module it wraps is recorded in its place, and module and parameter paths
+  leave out its ``_orig_mod.`` (``state.model_names``), so the graph equals the eager one;
+* the patched ``nn.Module.__call__`` is wrapped in ``torch._dynamo.disable`` when Dynamo
+  is loaded (``dynamo_disabled``): a compiled caller graph-breaks into it instead of
+  tracing it.
+
+Nothing here imports ``torch._dynamo`` (slow to import): nothing can be compiled before
+``torch.compile`` has imported it, so its absence means there is nothing to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from torch import nn
+
+_EVAL_FRAME = "torch._dynamo.eval_frame"
+
+
+def optimized_module_type() -> type | None:
+    """``torch._dynamo.eval_frame.OptimizedModule`` if Dynamo is loaded, else None."""
+    ef = sys.modules.get(_EVAL_FRAME)
+    return getattr(ef, "OptimizedModule", None) if ef is not None else None
+
+
+def unwrap(module: nn.Module) -> nn.Module:
+    """The eager module inside ``torch.compile(module)`` wrappers (``module`` if none)."""
+    cls = optimized_module_type()
+    while cls is not None and isinstance(module, cls):
+        module = module._modules["_orig_mod"]  # type: ignore[assignment]
+    return module
+
+
+def named_modules(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
+    """``model.named_modules(remove_duplicate=False)`` with compile wrappers left out: a
+    wrapped module has the path of its wrapper, as if it had never been compiled."""
+    cls = optimized_module_type()
+    if cls is None:
+        yield from model.named_modules(remove_duplicate=False)
+        return
+
+    def walk(m: nn.Module, prefix: str) -> Iterator[tuple[str, nn.Module]]:
+        m = unwrap(m)
+        yield prefix, m
+        for name, child in m._modules.items():
+            if child is not None:
+                yield from walk(child, f"{prefix}.{name}" if prefix else name)
+
+    yield from walk(model, "")
+
+
+def original_callable(fn: Any) -> Any:
+    """The function a ``torch.compile``d callable wraps (``fn`` itself if not compiled)."""
+    seen = 0
+    while seen < 8:
+        orig = getattr(fn, "_torchdynamo_orig_callable", None)
+        if orig is None:
+            break
+        fn = orig
+        seen += 1
+    # torch.compile(bound_method) may wrap the method once more (external_utils.wrap_inline)
+    inner = getattr(fn, "__wrapped__", None)
+    if isinstance(inner, types.MethodType) and not isinstance(fn, types.MethodType):
+        fn = inner
+    return fn
+
+
+class _EagerStance:
+    """``torch.compiler.set_stance("force_eager")`` while any recording runs (refcounted:
+    the first recorder sets it, the last puts the caller's stance back)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._ctx: Any = None
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._users == 0 and _EVAL_FRAME in sys.modules:
+                import torch.compiler
+
+                try:
+                    self._ctx = torch.compiler.set_stance("force_eager")  # sets it now
+                except RuntimeError:  # called while Dynamo traces this thread: leave it be
+                    self._ctx = None
+            self._users += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0 and self._ctx is not None:
+                ctx, self._ctx = self._ctx, None
+                ctx.__exit__(None, None, None)  # the stance found at acquire
+
+
+EAGER_STANCE = _EagerStance()
+
+
+@contextlib.contextmanager
+def eager_stance() -> Iterator[None]:
+    EAGER_STANCE.acquire()
+    try:
+        yield
+    finally:
+        EAGER_STANCE.release()
+
+
+def dynamo_disabled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` behind ``torch._dynamo.disable`` when Dynamo is loaded: Dynamo never traces
+    it nor anything it calls (a compiled caller graph-breaks there)."""
+    if "torch._dynamo" not in sys.modules:
+        return fn
+    import torch._dynamo
+
+    return torch._dynamo.disable(fn, recursive=True)
+
+
+def rebind_compiled_methods(model: nn.Module, clone: nn.Module) -> None:
+    """After copying ``model`` (``copy.deepcopy``, or ``copies.tree_copy``, which shares
+    attributes): a method stored on a module and bound to a module of ``model``
+    (``m.forward = torch.compile(m.forward)``, ``m.compile()``'s ``_compiled_call_impl``,
+    ``m.forward = m.other``) would still run the caller's module.  Bind it to the copy
+    instead, eagerly for compiled ones (the copy is only recorded, where compiled code runs
+    eagerly anyway)."""
+    pairs = {id(m): c for (_, m), (_, c) in zip(named_modules(model), named_modules(clone))}
+    for m in clone.modules():
+        d = m.__dict__
+        for k, v in list(d.items()):
+            if not isinstance(v, types.MethodType) and getattr(v, "_torchdynamo_orig_callable", None) is None:
+                continue
+            orig = original_callable(v)
+            if isinstance(orig, types.MethodType) and id(orig.__self__) in pairs:
+                d[k] = types.MethodType(orig.__func__, pairs[id(orig.__self__)])
+
+
+__all__ = [
+    "EAGER_STANCE",
+    "dynamo_disabled",
+    "eager_stance",
+    "named_modules",
+    "original_callable",
+    "rebind_compiled_methods",
+    "unwrap",
+]
