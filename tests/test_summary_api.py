@@ -178,3 +178,21 @@ def test_stats_need_a_forward_that_runs() -> None:
     traced = torch.fx.symbolic_trace(cm.MLP())
     with pytest.raises(tv.InvalidInputError, match=r"stats=\('flops',\) need a forward that runs; a traced program"):
         tv.draw_graph(traced, input_size=(4, 16), stats="flops")
+
+
+def test_sizes_that_depend_on_values_are_reported_not_guessed() -> None:
+    """device="fake": the masked rows are a symbol (u0); the Linear on them has no number."""
+
+    class Mask(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x[x.sum(-1) > 0])
+
+    s = tv.summary(Mask(), input_size=(8, 4), device="fake")
+    assert s.total_params == 20 and s.total_flops == 0
+    assert s.uncounted["aten.addmm (data-dependent size)"] == 1
+    assert s.rows[1].output_shapes == (("u0", 4),) and s.rows[1].activation_bytes == 0
+    assert "addmm (data-dependent size) ×1" in str(s)

@@ -48,6 +48,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 import torch
+from torch.fx.experimental import symbolic_shapes as _symbolic_shapes
 from torch.utils import flop_counter as _fc
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -132,6 +133,8 @@ def _count(formula: Any, args: Any, kwargs: dict[str, Any], out: Any) -> int:
 
 
 _CIA = torch._C.DispatchKey.CompositeImplicitAutograd
+#: what a size that depends on tensor values raises when made an int (``device="fake"``)
+DATA_DEPENDENT: type[Exception] = getattr(_symbolic_shapes, "GuardOnDataDependentSymNode", RuntimeError)
 
 
 def _has_composite(func: Any) -> bool:
@@ -247,17 +250,24 @@ class OpFlops(TorchDispatchMode):
         out = self.run(func, args, kwargs)
         key = self.current
         if kind is None:
-            n = _count(self.registry[func._overloadpacket], args, kwargs, out)
-            self.flops[key] = self.flops.get(key, 0) + n
-        else:
-            u = self.uncounted.get(key)
-            if u is None:
-                u = self.uncounted[key] = {}
-            name = self._names.get(func)
-            if name is None:
-                name = self._names[func] = op_key(func)
-            u[name] = u.get(name, 0) + 1
+            try:
+                n = _count(self.registry[func._overloadpacket], args, kwargs, out)
+            except DATA_DEPENDENT:  # a size that depends on values (fake tensors): not counted
+                self._uncounted(key, op_key(func) + " (data-dependent size)")
+            else:
+                self.flops[key] = self.flops.get(key, 0) + n
+            return out
+        name = self._names.get(func)
+        if name is None:
+            name = self._names[func] = op_key(func)
+        self._uncounted(key, name)
         return out
+
+    def _uncounted(self, key: Key, name: str) -> None:
+        u = self.uncounted.get(key)
+        if u is None:
+            u = self.uncounted[key] = {}
+        u[name] = u.get(name, 0) + 1
 
     def _higher_order(self, func: Any, args: Any, kwargs: Any) -> Any:
         # higher-order ops (torch.cond, flex_attention...) run below this mode, so the ops
