@@ -21,7 +21,7 @@ True
 
 from . import taps
 from ._version import __version__ as __version__
-from .api import Recorder, draw_graph, make_dot, record, render_network
+from .api import Recorder, draw_graph, make_dot, record, render_network, summary
 from .drawing import ComputationGraph
 from .errors import (
     GraphLintError,
@@ -57,5 +57,6 @@ __all__ = [
     "make_dot",
     "record",
     "render_network",
+    "summary",
     "taps",
 ]

@@ -12,10 +12,13 @@ import graphviz
 import torch
 from torch import nn
 
+from .cost.layers import STATS, ActivationBytes, check_stats
+from .cost.probe import CostProbe
+from .cost.summary import Summary, check_options
 from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
-from .importers import import_program, is_program
+from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
 from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
@@ -64,7 +67,8 @@ class Recorder(BaseRecorder[ComputationGraph]):
         self.render_options = render_options
 
     def _result(self, graph: Graph) -> ComputationGraph:
-        return ComputationGraph(graph, self.options, self.render_options)
+        cost = next((p.record for p in self.probes if isinstance(p, CostProbe)), None)
+        return ComputationGraph(graph, self.options, self.render_options, cost=cost)
 
     def __enter__(self) -> Recorder:
         super().__enter__()
@@ -95,6 +99,7 @@ def draw_graph(
     directory: str = ".",
     style: str | None = None,
     source: bool = True,
+    stats: str | Sequence[str] = (),
     **forward_kwargs: Any,
 ) -> ComputationGraph:
     """Record one forward pass of ``model`` and return a drawable ``ComputationGraph``.
@@ -119,7 +124,8 @@ def draw_graph(
     change, also not while the call runs.
     The view options have torchview's meanings; change them later with ``graph.view(...)``.
     ``style`` picks a named look: ``"paper"`` (figures: serif, grayscale-safe, thin lines),
-    ``"dark"`` (dark notebooks) or ``"default"``.
+    ``"dark"`` (dark notebooks) or ``"default"``.  ``stats=("params", "flops")`` (see
+    ``tensorview.cost.STATS``) records costs (grad enabled) and shows them on the nodes.
     ``source``: record where in your code each op and module call was made (the
     annotation layer ``"source"``, ``"file.py:123"``, shown by the HTML viewer; a few
     microseconds per op, see recording/source.py).
@@ -129,6 +135,7 @@ def draw_graph(
     docs/recording.md).
     """
     program = is_program(model)
+    stats = check_stats(stats, runs=not program)
     if not program:
         check_model(model, "draw_graph")
     styler = styler_for(style) if style is not None else None
@@ -151,28 +158,11 @@ def draw_graph(
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
     if program:
-        ir = import_program(model, _program_inputs(model, input_size, input_data, dtypes, mode, forward_kwargs))
+        ir = import_program(model, program_inputs(model, input_size, input_data, dtypes, mode, forward_kwargs))
         graph = ComputationGraph(ir, options, render_options)
     else:
-        fake = is_fake(device)
-        dev = None if fake else as_device(device)
-        target = dev if dev is not None else model_device(model)
-        args, kwargs = make_inputs(input_size, input_data, dtypes, target)
-        kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
-        probes = [SourceProbe()] if source else []
-        # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
-        with interrupts.deferred(interrupts.caller_frame()), contextlib.ExitStack() as stack:
-            if fake:  # FakeTensorMode: sizes that depend on values become symbols (recording/fake.py)
-                runnable, to_fake = stack.enter_context(fake_placed(model, mode))
-                args, kwargs = to_fake((args, kwargs))
-            else:
-                runnable = placed(model, dev, mode)  # a copy where the mode or buffers would change
-            with (
-                torch.no_grad(),
-                Recorder(runnable, device=dev, probes=probes, options=options, render_options=render_options) as rec,
-            ):
-                runnable(*args, **kwargs)
-        graph = rec.graph
+        inputs = (input_size, input_data, dtypes, forward_kwargs)
+        graph = _record(model, inputs, device, mode, stats, source, options=options, render_options=render_options)
     if styler is not None:
         graph = graph.view(styler=styler)
     if save_graph:
@@ -180,31 +170,62 @@ def draw_graph(
     return graph
 
 
-def _program_inputs(
-    program: Any, input_size: Any, input_data: Any, dtypes: Any, mode: str, forward_kwargs: dict[str, Any]
-) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-    """The inputs given for a traced program, on meta (only their shapes are used), or
-    ``None``.  Its graph was fixed when it was traced: ``mode="train"`` cannot apply."""
-    what = type(program).__name__
-    if mode == "train":
-        raise InvalidInputError(
-            f"mode='train' cannot apply to a {what}: its graph was fixed when it was traced "
-            "(export or trace the model in train mode instead); use mode='eval' or 'same'"
-        )
-    if input_size is None and input_data is None and not forward_kwargs:
-        return None
-    meta = torch.device("meta")
-    args, kwargs = (
-        ((), {}) if input_size is None and input_data is None else make_inputs(input_size, input_data, dtypes, meta)
-    )
-    kwargs.update({k: to_device(v, meta, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
-    return args, kwargs
+def _record(
+    model: nn.Module, inputs: Any, device: Any, mode: str, stats: Sequence[str], source: bool, **options: Any
+) -> Any:
+    """One forward of ``model`` (see draw_graph); with ``stats``, with the cost probe; with
+    ``source``, with the source-location probe."""
+    if mode not in MODES:
+        raise choices_error("mode", mode, MODES)
+    input_size, input_data, dtypes, forward_kwargs = inputs
+    fake = is_fake(device)
+    dev = None if fake else as_device(device)
+    target = dev if dev is not None else model_device(model)
+    args, kwargs = make_inputs(input_size, input_data, dtypes, target)
+    kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
+    probes: list[Probe] = [CostProbe(stats)] if stats else []
+    if source:
+        probes.append(SourceProbe())
+    # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
+    with interrupts.deferred(interrupts.caller_frame()), contextlib.ExitStack() as stack:
+        if fake:  # FakeTensorMode: sizes that depend on values become symbols (recording/fake.py)
+            runnable, to_fake = stack.enter_context(fake_placed(model, mode))
+            args, kwargs = to_fake((args, kwargs))
+        else:
+            runnable = placed(model, dev, mode)  # a copy where the mode or buffers would change
+        with torch.set_grad_enabled(bool(stats)), Recorder(runnable, device=dev, probes=probes, **options) as rec:
+            runnable(*args, **kwargs)
+    return rec.graph.annotate(ActivationBytes()) if "activation_bytes" in stats else rec.graph
 
 
-#: draw_graph's own parameter names (a forward keyword close to one is a misspelling)
-_OPTION_NAMES = tuple(
-    n for n, p in inspect.signature(draw_graph).parameters.items() if p.kind is not p.VAR_KEYWORD and n != "model"
-)
+def _option_names(fn: Any) -> tuple[str, ...]:  # a forward keyword close to one is a misspelling
+    return tuple(n for n, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD and n != "model")
+
+
+_OPTION_NAMES = _option_names(draw_graph)
+
+
+def summary(
+    model: nn.Module,
+    input_size: Any = None,
+    input_data: Any = None,
+    *,
+    dtypes: Any = None,
+    device: Any = "meta",
+    mode: str = "train",
+    depth: int | None = 3,
+    optimizer: str | int = "adam",
+    state_dtype: Any = None,
+    **forward_kwargs: Any,
+) -> Summary:
+    """Parameters, FLOPs and memory of ``model`` per module call and in total (``print(s)``):
+    one forward with grad enabled, inputs as for ``draw_graph``, on a copy where anything
+    could change; ``optimizer``/``state_dtype``: the training memory.  docs/cost-model.md."""
+    check_model(model, "summary")
+    check_forward_kwargs(model, forward_kwargs, _option_names(summary))
+    check_options(depth, optimizer, state_dtype)
+    graph = _record(model, (input_size, input_data, dtypes, forward_kwargs), device, mode, STATS, False)
+    return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
 
 
 def _save_path(directory: str, filename: str | None, graph_name: str) -> str:

@@ -14,7 +14,9 @@ from typing import Any
 
 import graphviz
 
-from .errors import InvalidInputError, InvalidTypeError, RenderError, choices_error
+from .cost.record import CostRecord
+from .cost.summary import Summary
+from .errors import InvalidInputError, InvalidTypeError, RenderError, TensorviewError, choices_error
 from .graph import (
     VIEW_OPTION_NAMES,
     AnnotationPass,
@@ -48,8 +50,12 @@ class ComputationGraph:
         render_options: RenderOptions | None = None,
         *,
         styler: GraphvizStyler | None = None,
+        cost: CostRecord | None = None,
     ) -> None:
         self.graph = graph
+        #: what the cost probe measured while recording (``draw_graph(stats=...)``,
+        #: ``tv.summary``), else None
+        self.cost = cost
         self.options = options if options is not None else ViewOptions()
         self.render_options = render_options if render_options is not None else RenderOptions()
         self.styler = _check_styler(styler)
@@ -71,7 +77,7 @@ class ComputationGraph:
         show = {k: v for k, v in changes.items() if k in VIEW_OPTION_NAMES}
         draw = {k: v for k, v in changes.items() if k in RENDER_OPTION_NAMES}
         return ComputationGraph(
-            self.graph, self.options.replace(**show), self.render_options.replace(**draw), styler=styler
+            self.graph, self.options.replace(**show), self.render_options.replace(**draw), styler=styler, cost=self.cost
         )
 
     def annotate(self, *passes: AnnotationPass) -> ComputationGraph:
@@ -212,6 +218,18 @@ class ComputationGraph:
     def table(self) -> str:
         """One row per IR node: name, kind, module path, op/class, shapes."""
         return self.graph.table()
+
+    def summary(self, *, depth: int | None = 3, optimizer: str | int = "adam", state_dtype: Any = None) -> Summary:
+        """The cost table of this recording (``tv.summary``'s, see docs/cost-model.md).
+        Costs are measured while the forward runs: a graph recorded without them (no
+        ``stats=``) cannot give one, and says so."""
+        if self.cost is None:
+            raise TensorviewError(
+                "no costs were recorded with this graph (parameters, FLOPs and memory are measured while "
+                "the forward runs): draw it with stats, e.g. draw_graph(model, ..., stats=('params', 'flops')), "
+                "or call tv.summary(model, ...)"
+            )
+        return Summary(self, self.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
 
 
 def _check_styler(styler: Any) -> GraphvizStyler | None:

@@ -24,8 +24,8 @@ ALLOWED: dict[str, set[str]] = {
     "taps": {"graph", "recording", "taps"},
     "cost": {"graph", "recording", "cost"},
     "importers": {"graph", "recording", "importers"},
-    "drawing": {"graph", "transform", "render"},
-    "api": {"graph", "transform", "render", "recording", "importers", "drawing"},
+    "drawing": {"graph", "transform", "render", "cost"},
+    "api": {"graph", "transform", "render", "recording", "importers", "drawing", "cost"},
     # the command line and the Sphinx directive use anything public, like a user would
     "cli": {"tensorview", "graph", "transform", "render", "recording", "importers", "drawing", "api", "cli"},
     "sphinx": {"tensorview", "graph", "transform", "render", "recording", "importers", "drawing", "api", "cli"},

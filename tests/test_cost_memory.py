@@ -110,6 +110,10 @@ SDPA_CASES: dict[str, tuple[list[torch.Tensor], dict[str, Any]]] = {
     "causal": (_qkv((B, H, S, D), (B, H, S, D), (B, H, S, D)), dict(is_causal=True)),
     "bool_mask": (_qkv((B, H, S, D), (B, H, S, D), (B, H, S, D)), dict(attn_mask=torch.rand(S, S) > 0.3)),
     "float_mask": (_qkv((B, H, S, D), (B, H, S, D), (B, H, S, D)), dict(attn_mask=torch.zeros(B, 1, S, S))),
+    "learned_mask": (
+        _qkv((B, H, S, D), (B, H, S, D), (B, H, S, D)),
+        dict(attn_mask=torch.zeros(1, H, S, S, requires_grad=True)),
+    ),
     "dropout": (_qkv((B, H, S, D), (B, H, S, D), (B, H, S, D)), dict(dropout_p=0.1)),
     "gqa": (_qkv((B, H, S, D), (B, 2, S, D), (B, 2, S, D)), dict(enable_gqa=True)),
     "three_dims": (_qkv((H, S, D), (H, S, D), (H, S, D)), {}),

@@ -4,6 +4,8 @@ tests/fixtures/interrupts.py; ``python bench/interrupts.py`` runs 1,000)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -38,3 +40,50 @@ def test_a_stale_wrapper_left_installed_heals_at_the_next_recording() -> None:
         assert type(zoo.Shared()(torch.randn(2, 4))) is torch.Tensor
     finally:
         nn.Module.__call__ = original
+
+
+def test_an_interrupt_inside_torchs_mode_guard_leaves_no_mode_on_the_stack() -> None:
+    """Ctrl-C in the exit of torch's ``_pop_mode_temporarily`` (after our mode's
+    ``__torch_function__`` returned, before torch pushed the mode back): the push must
+    happen before the recording cleans up, not when the exception is collected later."""
+    import gc
+    import sys
+
+    import torch.nn.functional as F
+
+    guard = torch.overrides._pop_mode_temporarily.__wrapped__.__code__  # type: ignore[attr-defined]
+    fired = []
+
+    def interrupt(frame: Any, event: str, arg: object) -> Any:
+        if event == "opcode":  # inside __exit__, before it resumes the generator
+            fired.append(1)
+            raise KeyboardInterrupt
+        return interrupt
+
+    def tracer(frame: Any, event: str, arg: object) -> Any:
+        gen = getattr(frame.f_locals.get("self"), "gen", None)
+        if (
+            event == "call"
+            and not fired
+            and frame.f_code.co_name == "__exit__"
+            and getattr(gen, "gi_code", None) is guard
+        ):
+            frame.f_trace_opcodes = True
+            return interrupt
+        return None
+
+    class Norm(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return F.layer_norm(x, (4,))  # a Python-level torch function: torch's Python override path
+
+    model = Norm()
+    try:
+        sys.settrace(tracer)  # type: ignore[arg-type]
+        with tv.Recorder(model):
+            model(torch.randn(2, 4))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+    gc.collect()
+    assert fired and torch._C._len_torch_function_stack() == 0

@@ -113,3 +113,36 @@ def test_without_probes_the_session_skips_them() -> None:
         model(torch.randn(1, 2))
     assert rec._session is not None and rec._session.probes is None
     assert not rec.graph.graph.annotations
+
+
+def test_a_probe_can_run_a_substitute_function() -> None:
+    """``substitutes``: the session runs the probe's function in place of the op (the node
+    keeps the op's name); without probes nothing is swapped."""
+    calls: list[int] = []
+
+    def relu_counted(x: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        return torch.relu(x)
+
+    class Swap(OpShapes):
+        substitutes = {torch.relu: relu_counted}
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.fc(x))
+
+    model = Net()
+    x = torch.randn(3, 2)
+    probe = Swap()
+    with torch.no_grad(), tv.Recorder(model, probes=[probe]) as rec:
+        out = model(x)
+    assert calls == [1] and torch.equal(out, model(x))
+    assert [f.op for f in rec.graph.graph.functions()] == ["linear", "relu"]
+    assert probe.values[rec.graph.graph.by_name("relu").id] == ("relu", 1)
+    with tv.Recorder(model):
+        model(x)
+    assert calls == [1]

@@ -48,6 +48,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 import torch
+from torch.fx.experimental import symbolic_shapes as _symbolic_shapes
 from torch.utils import flop_counter as _fc
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -94,6 +95,58 @@ def _wrap(formula: Any) -> Any:
     return formula if getattr(formula, "_get_raw", False) else _fc.shape_wrapper(formula)
 
 
+#: the code of every function ``shape_wrapper`` makes (to find the shape formula inside)
+_SHAPE_WRAPPER_CODE = _fc.shape_wrapper(lambda *a, **k: 0).__code__
+_LEAVES = frozenset({int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout, torch.memory_format})
+
+
+class _Slow(Exception):
+    """A value the fast shape mapping does not take (``tree_map`` does it instead)."""
+
+
+def _shape_of(x: Any) -> Any:
+    """What ``shape_wrapper``'s ``tree_map(get_shape, x)`` gives, for tensors, plain
+    values and (nested) lists and tuples of them, without pytree's generic machinery."""
+    if isinstance(x, torch.Tensor):
+        return x.shape
+    t = type(x)
+    if t in _LEAVES:
+        return x
+    if t is list or t is tuple:
+        return t(_shape_of(i) for i in x)
+    raise _Slow
+
+
+def _count(formula: Any, args: Any, kwargs: dict[str, Any], out: Any) -> int:
+    """``formula(*args, **kwargs, out_val=out)``: a shape formula is called on the shapes
+    directly (the same call ``shape_wrapper`` makes, several times faster)."""
+    if getattr(formula, "__code__", None) is _SHAPE_WRAPPER_CODE:
+        try:
+            shapes = _shape_of(args)
+            kw = {k: _shape_of(v) for k, v in kwargs.items()}
+            out_shape = _shape_of(out)
+        except _Slow:
+            pass
+        else:
+            return int(formula.__wrapped__(*shapes, out_shape=out_shape, **kw))
+    return int(formula(*args, **kwargs, out_val=out))
+
+
+_CIA = torch._C.DispatchKey.CompositeImplicitAutograd
+#: what a size that depends on tensor values raises when made an int (``device="fake"``)
+DATA_DEPENDENT: type[Exception] = getattr(_symbolic_shapes, "GuardOnDataDependentSymNode", RuntimeError)
+
+
+def _has_composite(func: Any) -> bool:
+    """Whether ``func.decompose(...)`` can do anything (what it checks, asked once)."""
+    if _CIA in getattr(func, "py_kernels", {}):
+        return True
+    try:
+        return bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _CIA))
+    except Exception:  # noqa: BLE001 - not an ordinary OpOverload: let decompose() decide
+        return True
+
+
 # ops FlopCounterMode hands back untouched (size/stride queries of nested tensors)
 Key = Hashable
 
@@ -123,6 +176,8 @@ class OpFlops(TorchDispatchMode):
         self.uncounted: dict[Key, dict[str, int]] = {}
         # per OpOverload: None (has a formula), True (zero-FLOP), False (uncounted)
         self._kind: dict[Any, bool | None] = {}
+        self._composite: dict[Any, bool] = {}  # per OpOverload: whether decompose() can work
+        self._names: dict[Any, str] = {}
 
     # -- results -------------------------------------------------------------------
     @property
@@ -155,6 +210,10 @@ class OpFlops(TorchDispatchMode):
         self.current = None
 
     # -- the mode --------------------------------------------------------------------
+    def run(self, func: Any, args: Any, kwargs: Any) -> Any:
+        """Run one aten op (below autograd); a subclass may produce its result otherwise."""
+        return func(*args, **kwargs)
+
     def _classify(self, func: Any) -> bool | None:
         kind: bool | None
         if func is _PRIM_DEVICE:  # a query FlopCounterMode neither decomposes nor counts
@@ -177,23 +236,38 @@ class OpFlops(TorchDispatchMode):
         except KeyError:
             kind = self._classify(func)
         if kind is True:  # nothing to count, in it or in what it decomposes into
-            return func(*args, **kwargs)
-        # as FlopCounterMode: try to decompose (ops without a CompositeImplicit kernel
-        # answer NotImplemented), so the ops a composite op is made of are counted
-        with self:
-            r = func.decompose(*args, **kwargs)
-        if r is not NotImplemented:
-            return r
-        out = func(*args, **kwargs)
+            return self.run(func, args, kwargs)
+        # as FlopCounterMode: decompose an op that has a CompositeImplicit kernel, so the
+        # ops it is made of are counted (asked once per op: most have none)
+        composite = self._composite.get(func)
+        if composite is None:
+            composite = self._composite[func] = _has_composite(func)
+        if composite:
+            with self:
+                r = func.decompose(*args, **kwargs)
+            if r is not NotImplemented:
+                return r
+        out = self.run(func, args, kwargs)
         key = self.current
         if kind is None:
-            n = self.registry[func._overloadpacket](*args, **kwargs, out_val=out)
-            self.flops[key] = self.flops.get(key, 0) + n
-        else:
-            u = self.uncounted.setdefault(key, {})
-            name = op_key(func)
-            u[name] = u.get(name, 0) + 1
+            try:
+                n = _count(self.registry[func._overloadpacket], args, kwargs, out)
+            except DATA_DEPENDENT:  # a size that depends on values (fake tensors): not counted
+                self._uncounted(key, op_key(func) + " (data-dependent size)")
+            else:
+                self.flops[key] = self.flops.get(key, 0) + n
+            return out
+        name = self._names.get(func)
+        if name is None:
+            name = self._names[func] = op_key(func)
+        self._uncounted(key, name)
         return out
+
+    def _uncounted(self, key: Key, name: str) -> None:
+        u = self.uncounted.get(key)
+        if u is None:
+            u = self.uncounted[key] = {}
+        u[name] = u.get(name, 0) + 1
 
     def _higher_order(self, func: Any, args: Any, kwargs: Any) -> Any:
         # higher-order ops (torch.cond, flex_attention...) run below this mode, so the ops

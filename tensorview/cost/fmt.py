@@ -14,7 +14,7 @@ K, M, B (billion), T; FLOPs KFLOPs ... EFLOPs; bytes KiB ... PiB.
 
 from __future__ import annotations
 
-__all__ = ["fmt_bytes", "fmt_count", "fmt_flops", "fmt_number"]
+__all__ = ["Bytes", "Count", "Flops", "fmt_bytes", "fmt_count", "fmt_flops", "fmt_number"]
 
 COUNT_UNITS = ("", "K", "M", "B", "T")
 FLOP_UNITS = ("", "K", "M", "G", "T", "P", "E")
@@ -63,3 +63,45 @@ def fmt_flops(n: float, unit: str = "FLOPs") -> str:
 def fmt_bytes(n: float) -> str:
     """Bytes in binary units: ``512 B``, ``1.50 KiB``, ``13.5 GiB``."""
     return fmt_number(n, BYTE_UNITS, base=1024)
+
+
+class _Shown(int):
+    """An exact integer that prints in human units: ``str`` (and so every label) gives
+    the formatted text, while ``repr``, arithmetic, comparisons and JSON see the integer
+    (``json.dumps`` writes int subclasses as their digits).  Annotation values of the cost
+    model are these, so a drawing shows ``params: 7.24 M`` and the JSON ``7241732``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str(self) if not spec else int(self).__format__(spec)
+
+
+class Count(_Shown):
+    """A count of elements (parameters): ``str(Count(7_241_732)) == "7.24 M"``."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return fmt_count(self)
+
+
+class Flops(_Shown):
+    """FLOPs: ``str(Flops(1_700_000_000_000)) == "1.70 TFLOPs"``."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return fmt_flops(self)
+
+
+class Bytes(_Shown):
+    """Bytes: ``str(Bytes(13.5 * 2**30)) == "13.5 GiB"``."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return fmt_bytes(self)

@@ -85,11 +85,16 @@ def tensor_nbytes(shape: Iterable[int], dtype: torch.dtype | str) -> int:
 
 
 def storage_nbytes(t: torch.Tensor) -> int:
-    """Bytes of the storage behind ``t`` (its own elements when it has no plain storage)."""
+    """Bytes of the storage behind ``t`` (its own elements when it has no plain storage;
+    0 when its size depends on tensor values, as on ``device="fake"``)."""
     try:
         return int(t.untyped_storage().nbytes())
     except (RuntimeError, NotImplementedError, TypeError):  # sparse, nested, some subclasses
+        pass
+    try:
         return int(t.numel() * t.element_size())
+    except RuntimeError:  # a size that depends on values (fake tensors): not counted
+        return 0
 
 
 def _storage_id(t: torch.Tensor) -> tuple[int, Any]:
@@ -227,6 +232,8 @@ def _cpu_would_fuse(
         return False
     if min(q.size(2), k.size(2)) == 0:
         return False
+    if isinstance(attn_mask, torch.Tensor) and attn_mask.requires_grad and torch.is_grad_enabled():
+        return False  # a learned mask (T5's position bias): the fused kernel has no gradient for it
     return attn_mask is None or isinstance(attn_mask, torch.Tensor)
 
 

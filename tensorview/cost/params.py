@@ -32,6 +32,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..errors import InvalidInputError, choices_error
+
 __all__ = [
     "OPTIMIZER_STATES",
     "ModuleParams",
@@ -40,6 +42,7 @@ __all__ = [
     "module_params",
     "param_totals",
     "training_memory",
+    "training_memory_of",
 ]
 
 
@@ -119,15 +122,15 @@ def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> l
     path and the module object).  Sharing is found among all modules of ``model`` by
     every name they have (``named_modules(remove_duplicate=False)``)."""
     owners = _owners(model)
-    own: dict[int, tuple[list[nn.Parameter], list[torch.Tensor]]] = {}
+    own: dict[int, tuple[list[nn.Parameter], tuple[int, int, int, int, int]]] = {}
     seen_modules: set[int] = set()
     rows: list[ModuleParams] = []
     for path, module in calls:
         key = id(module)
         got = own.get(key)
         if got is None:
-            got = own[key] = (list(module.parameters()), list(module.buffers()))
-        params, buffers = got
+            got = own[key] = _counts(module)
+        params, (n, trainable, param_bytes, n_buffers, buffer_bytes) = got
         shared = 0
         others: set[str] = set()
         for p in params:
@@ -138,11 +141,11 @@ def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> l
         rows.append(
             ModuleParams(
                 path=path,
-                params=sum(p.numel() for p in params),
-                trainable=sum(p.numel() for p in params if p.requires_grad),
-                buffers=sum(b.numel() for b in buffers),
-                param_bytes=sum(_nbytes(p) for p in params),
-                buffer_bytes=sum(_nbytes(b) for b in buffers),
+                params=n,
+                trainable=trainable,
+                buffers=n_buffers,
+                param_bytes=param_bytes,
+                buffer_bytes=buffer_bytes,
                 shared_params=shared,
                 shared_with=tuple(sorted(others)),
                 repeat=key in seen_modules,
@@ -150,6 +153,24 @@ def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> l
         )
         seen_modules.add(key)
     return rows
+
+
+def _counts(module: nn.Module) -> tuple[list[nn.Parameter], tuple[int, int, int, int, int]]:
+    """A module's parameters (recursively, each once) and (elements, trainable elements,
+    bytes, buffer elements, buffer bytes); a leaf module is read directly (fast path)."""
+    if module._modules:
+        params, buffers = list(module.parameters()), list(module.buffers())
+    else:
+        params = list({id(p): p for p in module._parameters.values() if p is not None}.values())
+        buffers = list({id(b): b for b in module._buffers.values() if b is not None}.values())
+    n = trainable = nbytes = 0
+    for p in params:
+        k = p.numel()
+        n += k
+        nbytes += k * p.element_size()
+        if p.requires_grad:
+            trainable += k
+    return params, (n, trainable, nbytes, sum(b.numel() for b in buffers), sum(_nbytes(b) for b in buffers))
 
 
 #: optimizer state tensors per trainable parameter
@@ -199,25 +220,41 @@ def training_memory(
     ``optimizer`` is a name in :data:`OPTIMIZER_STATES` or a number of state tensors per
     trainable parameter; ``state_dtype`` is the dtype of those states (default: each
     parameter's own dtype)."""
+    return training_memory_of(
+        param_totals(model), activation_bytes=activation_bytes, optimizer=optimizer, state_dtype=state_dtype
+    )
+
+
+def training_memory_of(
+    totals: ParamTotals,
+    *,
+    activation_bytes: int = 0,
+    optimizer: str | int = "adam",
+    state_dtype: torch.dtype | None = None,
+) -> TrainingMemory:
+    """:func:`training_memory` from a model's :class:`ParamTotals` (no model needed)."""
     if isinstance(optimizer, str):
         try:
             states = OPTIMIZER_STATES[optimizer.lower()]
         except KeyError:
-            raise ValueError(
-                f"unknown optimizer {optimizer!r}; one of {sorted(OPTIMIZER_STATES)} or a number"
-            ) from None
+            raise choices_error("optimizer", optimizer, OPTIMIZER_STATES) from None
         name = optimizer.lower()
+    elif isinstance(optimizer, int) and not isinstance(optimizer, bool) and optimizer >= 0:
+        states, name = optimizer, f"{optimizer} states"
     else:
-        states, name = int(optimizer), f"{int(optimizer)} states"
-    params = list(model.parameters())
-    trainable = [p for p in params if p.requires_grad]
-    state_size = None if state_dtype is None else torch.empty((), dtype=state_dtype, device="meta").element_size()
+        raise InvalidInputError(
+            f"bad optimizer {optimizer!r}: one of {sorted(OPTIMIZER_STATES)} or a number of state "
+            "tensors per trainable parameter (an int >= 0)"
+        )
+    if state_dtype is None:
+        state_bytes = totals.trainable_bytes
+    else:
+        state_bytes = totals.trainable_params * torch.empty((), dtype=state_dtype, device="meta").element_size()
     return TrainingMemory(
-        params=sum(_nbytes(p) for p in params),
-        buffers=sum(_nbytes(b) for b in model.buffers()),
-        grads=sum(_nbytes(p) for p in trainable),
-        optimizer_state=states
-        * sum(p.numel() * (p.element_size() if state_size is None else state_size) for p in trainable),
+        params=totals.param_bytes,
+        buffers=totals.buffer_bytes,
+        grads=totals.trainable_bytes,
+        optimizer_state=states * state_bytes,
         activations=int(activation_bytes),
         optimizer=name,
     )

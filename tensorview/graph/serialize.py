@@ -1,6 +1,6 @@
 """The full recorded graph as JSON-ready data, in networkx node-link form.
 
-Schema ``tensorview.graph`` version 1 is documented in docs/json-schema.md.  Edges are
+Schema ``tensorview.graph`` version 2 is documented in docs/json-schema.md.  Edges are
 merged per (source, target) pair with a ``count`` (``x * x`` gives one edge, count 2)
 and the ``order`` of the first use.  Annotations appear per node under ``notes``.
 """
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .graph import Graph
 
 SCHEMA = "tensorview.graph"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def merged_edges(g: Graph) -> list[tuple[int, int, int, int]]:

@@ -19,7 +19,7 @@ from torch.fx import GraphModule
 from ..errors import InvalidTypeError
 from ..graph import Graph
 from .build import Builder
-from .inputs import check_inputs, propagate, require_inputs
+from .inputs import check_inputs, program_inputs, propagate, require_inputs
 from .meta import Dims, Entry, has_shapes
 from .walk import Walk
 
@@ -94,4 +94,4 @@ def _graph_module(gm: GraphModule, inputs: tuple[tuple[Any, ...], dict[str, Any]
     return Builder(walk, root).build()
 
 
-__all__ = ["PROGRAMS", "import_program", "is_program"]
+__all__ = ["PROGRAMS", "import_program", "is_program", "program_inputs"]

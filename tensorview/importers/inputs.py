@@ -13,6 +13,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 from torch.utils import _pytree as pytree
 
 from ..errors import InvalidInputError, RecordingError
+from ..recording.inputs import make_inputs, to_device
 from .meta import Dims
 
 
@@ -121,3 +122,24 @@ def require_inputs(missing: list[Node]) -> InvalidInputError:
 
 
 __all__ = ["check_inputs", "propagate", "require_inputs"]
+
+
+def program_inputs(
+    program: Any, input_size: Any, input_data: Any, dtypes: Any, mode: str, forward_kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The inputs given for a traced program, on meta (only their shapes are used), or
+    ``None``.  Its graph was fixed when it was traced: ``mode="train"`` cannot apply."""
+    what = type(program).__name__
+    if mode == "train":
+        raise InvalidInputError(
+            f"mode='train' cannot apply to a {what}: its graph was fixed when it was traced "
+            "(export or trace the model in train mode instead); use mode='eval' or 'same'"
+        )
+    if input_size is None and input_data is None and not forward_kwargs:
+        return None
+    meta = torch.device("meta")
+    args, kwargs = (
+        ((), {}) if input_size is None and input_data is None else make_inputs(input_size, input_data, dtypes, meta)
+    )
+    kwargs.update({k: to_device(v, meta, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
+    return args, kwargs

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any
 
 import torch
@@ -72,6 +73,7 @@ class RootBoundary(ModuleScope):
             self.failure = self.failure_exc = None
         except BaseException as e:
             interrupts.block()
+            _close_mode_guards(e.__traceback__)
             self.builder.fail_call(root)
             self.failed(e, "", "")
             raise
@@ -182,3 +184,19 @@ class RootBoundary(ModuleScope):
         out = map_tensors(out, unwrap)
         strip_in_place(out, lambda t: type(t) is _RT, unwrap)  # e.g. a KV cache object returned
         return out
+
+
+_POP_MODE_CODE = getattr(getattr(torch.overrides, "_pop_mode_temporarily", None), "__wrapped__", None)
+_POP_MODE_CODE = getattr(_POP_MODE_CODE, "__code__", None)
+
+
+def _close_mode_guards(tb: TracebackType | None) -> None:
+    """An interrupt that lands in torch's ``_pop_mode_temporarily`` (around a mode's
+    ``__torch_function__``) after it popped our mode leaves pushing it back to the
+    generator's finaliser, which runs after the recording ended and leaves our mode on the
+    stack: close such generators now, while the clean-up can still take the mode off."""
+    while tb is not None and _POP_MODE_CODE is not None:
+        gen: Any = getattr(tb.tb_frame.f_locals.get("self"), "gen", None)
+        if getattr(gen, "gi_code", None) is _POP_MODE_CODE and gen.gi_frame is not None:
+            gen.close()
+        tb = tb.tb_next

@@ -156,6 +156,8 @@ class OpRecorder(SessionState):
             scope = self.scope()
             in_nodes = [self.node_of(t) for t in ins]
             fn = self.builder.add_function(op_name(func), scope, [n.id for n in in_nodes])
+        if self.probes is not None and self.probes.substitutes:  # a probe runs its own function (probes.py)
+            func = self.probes.substitutes.get(func, func)
         writes = self.writes  # inference tensors met: the op's writes are caught by schema
         if writes is not None and not writes.on_stack:  # (else caught for the whole root call)
             writes.catcher.__enter__()

@@ -11,6 +11,11 @@ measures ops returns a memo from ``exit_op`` when the op really ran, and gets it
 ``replay_op`` for each replayed call, so replayed ops carry the facts of the op they
 replay.
 
+A probe may also name ``substitutes``, ``{torch function: function to run instead}``: an
+equivalent function that lets it see better facts (the cost probe runs attention on meta
+through the CPU's fused kernel, so autograd saves what it saves on a real device).  The
+node keeps the op's name; the session swaps the function only while probes run.
+
 >>> import torch
 >>> from tensorview.recording import Recorder
 >>> class CountOps(Probe):
@@ -31,6 +36,7 @@ replay.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from torch import nn
@@ -43,6 +49,8 @@ class Probe:
     now running, outermost first (kept up to date by the base class)."""
 
     name = "probe"
+    #: torch function -> the function to run in its place (see the module docstring)
+    substitutes: Mapping[Any, Any] = MappingProxyType({})
 
     def start(self, root: ModuleNode, module: nn.Module) -> None:
         """The root call starts (``root`` is its node)."""
@@ -85,10 +93,13 @@ class Probe:
 class Probes:
     """The probes of one session, called together; the session holds ``None`` without any."""
 
-    __slots__ = ("probes",)
+    __slots__ = ("probes", "substitutes")
 
     def __init__(self, probes: list[Probe]) -> None:
         self.probes = probes
+        self.substitutes: dict[Any, Any] = {}
+        for p in probes:
+            self.substitutes.update(p.substitutes)
 
     def start(self, root: ModuleNode, module: nn.Module) -> None:
         for p in self.probes:

@@ -1,0 +1,139 @@
+"""``CostProbe``: the cost model wired into the recorder as a probe.
+
+While the root call runs, an :class:`~.flops.OpFlops` dispatch mode counts the FLOPs of
+every aten op and :class:`~.memory.SavedTensors` hooks see every tensor autograd saves
+(only when the forward runs with grad enabled: nothing is saved otherwise).  Both file
+what they see under a *key*, the id of the node running now: the FunctionNode of the
+recorded op, else the ModuleNode of the module call (factories, hooks, ops on tensors the
+recorder does not track).  ``exit_op`` hands the op's cost back as the memo of a
+meta-replay template, and ``replay_op`` adds it for every replayed call, so meta replay
+gives the same numbers as running every op.
+
+On meta, ``F.scaled_dot_product_attention`` runs through the CPU's fused kernel where the
+CPU would use it (:func:`~.memory.sdpa_as_on_cpu`, a probe substitute), so autograd saves
+what it saves on a real device rather than the math path's ``seq x seq`` weights.
+
+When the call ends, the probe rolls the measurements up over every module call and keeps
+the result as ``probe.record`` (:class:`~.record.CostRecord`); ``layers()`` publishes the
+layers named in ``stats`` (see :mod:`.layers`).
+
+>>> import torch, tensorview as tv
+>>> model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU())
+>>> probe = CostProbe()
+>>> with tv.Recorder(model, probes=[probe]) as rec:
+...     _ = model(torch.randn(2, 8))
+>>> probe.record.total_flops, probe.record.totals.total_params
+(128, 36)
+>>> str(rec.graph.graph.annotations.layer("params")[0])
+'36'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..graph import FunctionNode, ModuleNode
+from ..recording import Probe
+from .flops import OpFlops
+from .layers import PROBE_STATS, check_stats, stat_layers
+from .memory import SavedTensors, sdpa_as_on_cpu
+from .params import module_params, param_totals
+from .record import CostRecord, roll_up
+from .replay import ReplayingOpFlops
+
+__all__ = ["CostProbe"]
+
+
+class CostProbe(Probe):
+    """Measure FLOPs, bytes saved for backward and parameters per node (module docstring).
+
+    ``stats``: the annotation layers to publish (default: every measured one; the
+    measurements are made either way and kept in ``record``).  ``saved``: install the
+    saved-tensor hooks when the forward runs with grad enabled.  ``meta_attention``: run
+    attention on meta as the CPU would (see :func:`~.memory.sdpa_as_on_cpu`).  ``replay``:
+    on meta, replay aten ops below autograd instead of running their kernels again
+    (:mod:`.replay`; the numbers are the same, tested)."""
+
+    name = "cost"
+
+    def __init__(
+        self,
+        stats: Iterable[str] = PROBE_STATS,
+        *,
+        saved: bool = True,
+        meta_attention: bool = True,
+        replay: bool = True,
+    ) -> None:
+        self.stats = tuple(s for s in check_stats(tuple(stats)) if s in PROBE_STATS)
+        self.measure_saved = saved
+        self.replay = replay
+        self.substitutes: Mapping[Any, Any] = {F.scaled_dot_product_attention: sdpa_as_on_cpu} if meta_attention else {}
+        #: what the last recording measured (set when its root call ends)
+        self.record: CostRecord | None = None
+        self._counter = OpFlops()
+        self._saved: SavedTensors | None = None
+        self._stack: list[Any] = []
+        self._calls: list[ModuleNode] = []
+        self._modules: list[nn.Module] = []
+
+    def _set(self, key: Any) -> None:
+        self._counter.current = key
+        if self._saved is not None:
+            self._saved.current = key
+
+    # -- the recording -------------------------------------------------------------------
+    def start(self, root: ModuleNode, module: nn.Module) -> None:
+        self.record = None
+        self._calls, self._modules, self._stack = [root], [module], []
+        self._counter = ReplayingOpFlops() if self.replay else OpFlops()
+        self._saved = SavedTensors(module) if self.measure_saved and torch.is_grad_enabled() else None
+        self._counter.__enter__()
+        if self._saved is not None:
+            self._saved.__enter__()
+        self._set(root.id)
+
+    def enter_call(self, m: ModuleNode, module: nn.Module) -> None:
+        self._calls.append(m)
+        self._modules.append(module)
+        self._stack.append(self._counter.current)
+        self._set(m.id)
+
+    def exit_call(self, m: ModuleNode) -> None:
+        self._set(self._stack.pop() if self._stack else None)
+
+    def enter_op(self, fn: FunctionNode, func: Any) -> None:
+        self._stack.append(self._counter.current)
+        self._set(fn.id)
+
+    def exit_op(self, fn: FunctionNode, func: Any) -> Any:
+        self._set(self._stack.pop() if self._stack else None)
+        return self._counter.cost_of(fn.id)
+
+    def replay_op(self, fn: FunctionNode, func: Any, memo: Any) -> None:
+        if memo is not None:
+            self._counter.add(fn.id, *memo)
+
+    def stop(self) -> None:
+        counter, saved = self._counter, self._saved
+        try:
+            if saved is not None:
+                saved.__exit__(None, None, None)
+        finally:
+            counter.__exit__(None, None, None)
+        calls, modules = self._calls, self._modules
+        self._modules, self._stack = [], []
+        if not modules:
+            return
+        root = modules[0]
+        rows = module_params(root, [(m.path, mod) for m, mod in zip(calls, modules)])
+        self.record = roll_up(calls, counter, saved, {m.id: r for m, r in zip(calls, rows)}, param_totals(root))
+
+    def layers(self) -> Mapping[str, Mapping[int, Any]]:
+        if self.record is None:
+            return {}
+        return stat_layers(self.record, self.stats)

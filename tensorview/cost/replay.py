@@ -1,0 +1,104 @@
+"""Meta replay below autograd, for costs recorded with grad enabled.
+
+The recorder's meta replay (recording/metacache.py) skips ops whose arguments need grad,
+so a grad-enabled recording (what the cost model needs, to see what autograd saves) runs
+every meta kernel, and torch's meta kernels are slow (Python reference implementations
+for most elementwise ops).  :class:`ReplayingOpFlops` is the FLOP counter with a replay
+of its own one level lower: it sits below autograd (a dispatch mode), so autograd has
+already recorded the op and will save its tensors as usual whatever the kernel returns.
+For an aten op on meta tensors that it has already seen with the same argument metadata,
+it returns fresh tensors of the recorded shapes, strides and dtypes instead of running
+the kernel.
+
+Only *functional* ops whose results are all fresh tensors are replayed: not views (their
+results share the argument's storage, which saved-byte counting relies on), not ops that
+mutate or resize an argument, not results whose storage is larger than their extent (the
+byte counts of saved tensors come from storages).  FLOPs are counted on the replayed
+results exactly as on real ones (torch's formulas read shapes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..recording.metacache import key_of
+from .flops import OpFlops
+
+__all__ = ["ReplayingOpFlops"]
+
+_STRIDED = torch.strided
+_NOT_REPLAYABLE = object()
+
+
+def _fresh(o: Any, in_storages: set[int]) -> tuple[Any, ...] | None:
+    """How to make ``o`` again (shape, stride, dtype), or None when it is not a fresh dense
+    meta tensor."""
+    if not isinstance(o, torch.Tensor):
+        return None
+    if not o.is_meta or o.layout != _STRIDED or o.is_complex() or o.is_quantized or o._is_view():
+        return None
+    if o.storage_offset() != 0 or o.untyped_storage()._cdata in in_storages:
+        return None
+    extent = 1 + sum((n - 1) * s for n, s in zip(o.shape, o.stride())) if o.numel() else 0
+    if o.untyped_storage().nbytes() != extent * o.element_size():
+        return None
+    return (tuple(o.shape), o.stride(), o.dtype)
+
+
+def _template(out: Any, args: Any, kwargs: Any) -> Any:
+    ins: set[int] = set()
+    for a in (*args, *kwargs.values()):
+        for t in a if isinstance(a, (list, tuple)) else (a,):
+            if isinstance(t, torch.Tensor):
+                ins.add(t.untyped_storage()._cdata)
+    if isinstance(out, torch.Tensor):
+        one = _fresh(out, ins)
+        return _NOT_REPLAYABLE if one is None else one
+    if type(out) is tuple and out and all(isinstance(o, torch.Tensor) for o in out):
+        many = [_fresh(o, ins) for o in out]
+        if any(m is None for m in many) or len({id(o) for o in out}) != len(out):
+            return _NOT_REPLAYABLE
+        return many
+    return _NOT_REPLAYABLE
+
+
+def _make(spec: tuple[Any, ...]) -> torch.Tensor:
+    return torch.empty_strided(spec[0], spec[1], dtype=spec[2], device="meta")
+
+
+class ReplayingOpFlops(OpFlops):
+    """:class:`~.flops.OpFlops` that replays functional aten ops on meta (module docstring).
+    ``replays`` counts the ops it did not run."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.replays = 0
+        self._templates: dict[Any, Any] = {}
+        self._functional: dict[Any, bool] = {}
+
+    def run(self, func: Any, args: Any, kwargs: Any) -> Any:
+        functional = self._functional.get(func)
+        if functional is None:
+            schema = getattr(func, "_schema", None)
+            functional = self._functional[func] = (
+                schema is not None and not schema.is_mutable and not getattr(func, "is_view", True)
+            )
+        if not functional or not any(isinstance(a, torch.Tensor) and a.is_meta for a in args):
+            return func(*args, **kwargs)  # nothing on meta: nothing to replay
+        with torch.no_grad():  # below autograd the grad flags do not matter: key on metadata
+            key = key_of(func, args, kwargs)
+        if key is None:
+            return func(*args, **kwargs)
+        template = self._templates.get(key)
+        if template is None:
+            out = func(*args, **kwargs)
+            self._templates[key] = _template(out, args, kwargs)
+            return out
+        if template is _NOT_REPLAYABLE:
+            return func(*args, **kwargs)
+        self.replays += 1
+        if type(template) is list:
+            return tuple(_make(spec) for spec in template)
+        return _make(template)

@@ -1,0 +1,199 @@
+"""``Summary``: what a model costs, per module call and in total (``tv.summary(...)``,
+``graph.summary()``).
+
+Built from a recorded graph and the :class:`~.record.CostRecord` the cost probe measured
+during that recording.  Every number is an exact ``int``; ``str(summary)`` is the table
+(see :mod:`.table`), ``to_dict()`` the same data as strict JSON.  docs/cost-model.md says
+what each number includes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from ..errors import InvalidInputError, InvalidTypeError
+from ..graph import Graph, Shape, ir_of
+from .layers import activation_bytes
+from .params import ParamTotals, TrainingMemory, training_memory_of
+from .record import CostRecord
+
+__all__ = ["Row", "Summary", "check_options"]
+
+SCHEMA = "tensorview.summary"
+SCHEMA_VERSION = 1
+_SAME: Any = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One module call.  ``params``/``trainable_params``/``buffers``: elements of the
+    module (recursively, each once); ``flops``, ``uncounted`` (op calls without a FLOP
+    formula), ``saved_bytes`` (saved for backward, each storage once; None when not
+    measured): over everything the call ran; ``activation_bytes``: bytes of its results.
+    ``shared_with``: paths of modules outside this one holding ``shared_params`` of its
+    parameter elements; ``repeat``: the module was called before (its parameters are
+    counted at its first call)."""
+
+    id: int
+    path: str
+    cls: str
+    depth: int
+    call_index: int
+    output_shapes: tuple[Shape, ...]
+    params: int
+    trainable_params: int
+    buffers: int
+    flops: int
+    uncounted: int
+    activation_bytes: int
+    saved_bytes: int | None
+    shared_params: int
+    shared_with: tuple[str, ...]
+    repeat: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["output_shapes"] = [list(s) for s in self.output_shapes]
+        d["shared_with"] = list(self.shared_with)
+        return d
+
+
+def _state_dtype(value: Any) -> torch.dtype | None:
+    if value is None or isinstance(value, torch.dtype):
+        return value
+    if isinstance(value, str):
+        dt = getattr(torch, value.replace("torch.", ""), None)
+        if isinstance(dt, torch.dtype):
+            return dt
+        raise InvalidInputError(f"unknown state_dtype {value!r}: a torch dtype such as torch.float32 or 'bfloat16'")
+    raise InvalidTypeError(f"state_dtype must be a torch.dtype, a dtype name or None, got {value!r:.80}")
+
+
+def _depth(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTypeError(f"depth must be an int or None, got {value!r:.80}")
+    if value < 0:
+        raise InvalidInputError(f"depth must be >= 0, got {value!r}")
+    return value
+
+
+def check_options(depth: Any, optimizer: Any, state_dtype: Any) -> None:
+    """Fail before recording on a bad ``depth``, ``optimizer`` or ``state_dtype``."""
+    _depth(depth)
+    training_memory_of(ParamTotals(0, 0, 0, 0, 0, 0), optimizer=optimizer, state_dtype=_state_dtype(state_dtype))
+
+
+class Summary:
+    """Parameters, FLOPs and memory of one recorded forward, per module call (``rows``)
+    and in total.  ``depth``: how deep the table goes (None: every call);
+    ``optimizer``/``state_dtype``: what the training-memory estimate assumes (Adam: two
+    states per trainable parameter; the states' dtype, default the parameters')."""
+
+    def __init__(
+        self,
+        graph: Any,
+        record: CostRecord,
+        *,
+        depth: int | None = 3,
+        optimizer: str | int = "adam",
+        state_dtype: torch.dtype | str | None = None,
+    ) -> None:
+        #: the recorded graph (a drawable ``ComputationGraph`` from ``tv.summary``)
+        self.graph = graph
+        self.record = record
+        self.depth = _depth(depth)
+        self.state_dtype = _state_dtype(state_dtype)
+        r = record
+        self.total_params = r.totals.total_params
+        self.trainable_params = r.totals.trainable_params
+        self.frozen_params = r.totals.frozen_params
+        self.buffers = r.totals.buffers
+        self.param_bytes = r.totals.param_bytes
+        self.buffer_bytes = r.totals.buffer_bytes
+        self.total_flops = r.total_flops
+        #: ``{aten op: calls}`` of the ops torch has no FLOP formula for, most called first
+        self.uncounted = dict(r.total_uncounted)
+        self.uncounted_calls = r.uncounted_calls
+        #: activations saved for backward over the whole forward (None: not measured)
+        self.saved_bytes = r.total_saved_bytes if r.saved_measured else None
+        self.training_memory: TrainingMemory = training_memory_of(
+            r.totals, activation_bytes=self.saved_bytes or 0, optimizer=optimizer, state_dtype=self.state_dtype
+        )
+        self.rows = self._rows(ir_of(graph, "Summary"))
+
+    @property
+    def training_memory_bytes(self) -> int:
+        """Parameters + buffers + gradients + optimizer state + activations saved for
+        backward (see ``training_memory`` for the parts, docs/cost-model.md for what the
+        estimate leaves out)."""
+        return self.training_memory.total
+
+    def _rows(self, g: Graph) -> list[Row]:
+        r = self.record
+        rows = []
+        for m in g.modules():
+            p = r.params.get(m.id)
+            if p is None:  # a call the probe did not see (it cannot happen in one recording)
+                continue
+            rows.append(
+                Row(
+                    id=m.id,
+                    path=m.path,
+                    cls=m.cls_name,
+                    depth=m.depth,
+                    call_index=m.call_index,
+                    output_shapes=tuple(g.shapes(g.output_tensors(m.id))),
+                    params=p.params,
+                    trainable_params=p.trainable,
+                    buffers=p.buffers,
+                    flops=r.flops.get(m.id, 0),
+                    uncounted=sum(r.uncounted.get(m.id, {}).values()),
+                    activation_bytes=activation_bytes(g, m.id),
+                    saved_bytes=r.saved_bytes.get(m.id, 0) if r.saved_measured else None,
+                    shared_params=p.shared_params,
+                    shared_with=p.shared_with,
+                    repeat=p.repeat,
+                )
+            )
+        return rows
+
+    # -- output ----------------------------------------------------------------------------
+    def table(self, depth: Any = _SAME) -> str:
+        """The table down to ``depth`` (default: the summary's ``depth``; None: every call)."""
+        from .table import render
+
+        return render(self, self.depth if depth is _SAME else _depth(depth))
+
+    def __str__(self) -> str:
+        return self.table()
+
+    __repr__ = __str__
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, JSON-ready (strict JSON: ints, strings, lists, null)."""
+        tm = self.training_memory.to_dict()
+        tm["state_dtype"] = None if self.state_dtype is None else str(self.state_dtype).replace("torch.", "")
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "totals": {
+                "params": self.total_params,
+                "trainable_params": self.trainable_params,
+                "frozen_params": self.frozen_params,
+                "buffers": self.buffers,
+                "param_bytes": self.param_bytes,
+                "buffer_bytes": self.buffer_bytes,
+                "flops": self.total_flops,
+                "uncounted_calls": self.uncounted_calls,
+                "saved_bytes": self.saved_bytes,
+                "saved_param_bytes": self.record.saved_param_bytes if self.saved_bytes is not None else None,
+            },
+            "uncounted": dict(self.uncounted),
+            "training_memory": tm,
+            "rows": [row.to_dict() for row in self.rows],
+        }
