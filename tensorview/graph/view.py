@@ -146,7 +146,7 @@ class Cluster:
 
     @property
     def label(self) -> str:
-        return f"{self.ir.path}: {self.ir.cls_name}"
+        return f"{self.ir.call_name}: {self.ir.cls_name}"
 
 
 class View:

@@ -14,7 +14,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from .calls import ModuleScope
-from .optable import MODULE_ATTRS
+from .optable import MODULE_ATTRS, version
 from .state import Frame
 from .tensor import RecorderTensor
 from .tree import flat_tensors, map_tensors, strip_in_place
@@ -30,7 +30,7 @@ class RootBoundary(ModuleScope):
     def root_call(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        first = next(iter(flat_tensors((args, kwargs))), None)
+        first = next(iter(flat_tensors((args, kwargs), objects=True)), None)
         if self.device is None and first is not None and first.device.type != "cpu":
             self.device = first.device
         on_meta = (first is not None and first.is_meta) or (self.device is not None and self.device.type == "meta")
@@ -38,7 +38,7 @@ class RootBoundary(ModuleScope):
             self.meta_cache = None  # replay is for meta only: keep it off the hot path elsewhere
         with _Disable():
             root = self.new_module(module, "", None)
-        self.stack.append(Frame(module, root))
+        self.stack.append(Frame(module, root, leaf=not module._modules))
         self.running = True
         if self.probes is not None:
             self.probes.start(root, module)
@@ -48,12 +48,15 @@ class RootBoundary(ModuleScope):
                 args, kwargs = self._wrap_inputs(module, args, kwargs)
             out = call(module, *args, **kwargs)
             with _Disable():
+                self.close_methods(failed=False)
                 out = self.leave(root, out)
                 out = self._unwrap_outputs(out)
             # an op or call that raised but was caught inside forward stays marked failed,
             # but the forward as a whole succeeded
             self.failure = None
         except BaseException:
+            with _Disable():
+                self.close_methods(failed=True)
             self.builder.fail_call(root)
             if self.failure is None:
                 self.failure = ("", "")
@@ -71,6 +74,7 @@ class RootBoundary(ModuleScope):
             self.stack.clear()
             self.sources.clear()
             self.mutations.clear()
+            self.pending.clear()
         return out
 
     def _strip_escaped(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -112,23 +116,35 @@ class RootBoundary(ModuleScope):
 
             return wrap
 
+        def hold_under(prefix: str) -> Callable[[torch.Tensor, str], None]:
+            def hold(t: torch.Tensor, sub: str) -> None:  # held by an object: known by its id
+                name = prefix + ("_" + sub if sub else "")
+                node = self.new_tensor(t, name, "input", root, source_name=name)
+                self.builder.add_input(node)
+                self.sources[id(t)] = [t, node, version(t)]
+
+            return hold
+
+        def wrap_value(value: Any, name: str) -> Any:
+            return map_tensors(value, wrap_under(name), with_path=True, objects=hold_under(name))
+
         if bound is None:
-            args = tuple(map_tensors(a, wrap_under(f"input_{i}"), with_path=True) for i, a in enumerate(args))
-            kwargs = {k: map_tensors(v, wrap_under(k), with_path=True) for k, v in kwargs.items()}
+            args = tuple(wrap_value(a, f"input_{i}") for i, a in enumerate(args))
+            kwargs = {k: wrap_value(v, k) for k, v in kwargs.items()}
             return args, kwargs
         new_args: list[Any] = []
         new_kwargs: dict[str, Any] = {}
         for name, value in zip(names, values):
             kind = kinds.get(name)
             if kind == inspect.Parameter.VAR_POSITIONAL:
-                new_args.extend(map_tensors(v, wrap_under(f"{name}_{i}"), with_path=True) for i, v in enumerate(value))
+                new_args.extend(wrap_value(v, f"{name}_{i}") for i, v in enumerate(value))
             elif kind == inspect.Parameter.VAR_KEYWORD:
                 for k, v in value.items():
-                    new_kwargs[k] = map_tensors(v, wrap_under(k), with_path=True)
+                    new_kwargs[k] = wrap_value(v, k)
             elif kind == inspect.Parameter.KEYWORD_ONLY or name in kwargs:
-                new_kwargs[name] = map_tensors(value, wrap_under(name), with_path=True)
+                new_kwargs[name] = wrap_value(value, name)
             else:
-                new_args.append(map_tensors(value, wrap_under(name), with_path=True))
+                new_args.append(wrap_value(value, name))
         return tuple(new_args), new_kwargs
 
     def _unwrap_outputs(self, out: Any) -> Any:

@@ -11,7 +11,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..graph import SOURCE_ROLES, ModuleNode
+from ..graph import SOURCE_ROLES, ModuleNode, TensorNode
+from .objects import Walk, visit
 from .ops import OpRecorder
 from .state import Frame, recorded_alias
 from .tensor import RecorderTensor
@@ -55,58 +56,89 @@ class ModuleScope(OpRecorder):
     def sub_call(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        path = self.module_path(module)
         with _Disable():
+            if not self.stack[-1].leaf:
+                self.sync_methods(module)
+            path = self.module_path(module)
             m = self.new_module(module, path, self.scope())
-            args, kwargs = self._enter_args(m, args, kwargs)
-        self.stack.append(Frame(module, m))
+            frame = Frame(module, m, leaf=not module._modules)
+            args, kwargs = self._enter_args(m, args, kwargs, frame)
+        self.stack.append(frame)
         probes = self.probes
         if probes is not None:
             probes.enter_call(m, module)
+        ok = False
         try:
             out = call(module, *args, **kwargs)
+            ok = True
         except BaseException:
             self.builder.fail_call(m)
             if self.failure is None:
                 self.failure = (path, "")
             raise
         finally:
-            self.stack.pop()
+            self.pop_frame(frame, failed=not ok)
             if probes is not None:
                 probes.exit_call(m)
         with _Disable():
-            return self.leave(m, out)
+            return self.leave(m, out, frame.objects)
 
     def _enter_args(
-        self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Edges from every tensor argument into the module call; tensors not recorded yet
-        (parameters, buffers, constants) become source nodes and enter as RecorderTensors."""
+        (parameters, buffers, constants) become source nodes and enter as RecorderTensors.
+        A tensor held by another object (``ImageList.tensors``) enters when something
+        inside the call first uses it (``frame.carried``, ``pending``); the objects are
+        kept in ``frame.objects``, to find what the call stores in them."""
         add_edge = self.builder.add_edge
+        entered: list[int] = []
+        held: list[int] = []
 
         def enter(t: torch.Tensor) -> torch.Tensor:
             node = self.node_of(t)
+            if self.pending:
+                self.used(node.id)
             add_edge(node.id, m.id)
+            entered.append(node.id)
             if type(t) is _RT or type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided:
                 return t
             return recorded_alias(t, node)
 
-        args = tuple(map_tensors(a, enter) for a in args)
+        def hold(t: torch.Tensor) -> None:
+            node = self.known_node(t)
+            if node is not None:
+                held.append(node.id)
+
+        walk = Walk()
+        args = tuple(map_tensors(a, enter, objects=hold, walk=walk) for a in args)
         if kwargs:
-            kwargs = {k: map_tensors(v, enter) for k, v in kwargs.items()}
+            kwargs = {k: map_tensors(v, enter, objects=hold, walk=walk) for k, v in kwargs.items()}
+        if walk.roots:
+            frame.objects = walk.roots
+            pending = self.pending
+            carried = frame.carried = [i for i in dict.fromkeys(held) if i not in entered]
+            for i in carried:
+                pending.setdefault(i, []).append((i, m.id))
         return args, kwargs
 
-    def leave(self, m: ModuleNode, out: Any) -> Any:
-        """The call ``m`` returned ``out``: edges to its results, in the caller's scope."""
+    def leave(self, m: ModuleNode, out: Any, objects: list[Any] | None = None) -> Any:
+        """The call ``m`` returned ``out``: edges to its results, in the caller's scope.
+        Tensors held by other objects in ``out`` or in ``objects`` (its arguments, which
+        it may have filled) are results when made inside the call."""
         b = self.builder
         b.end_call(m)
         parent = self.graph.module(m.parent) if m.parent is not None else m
+        results: set[int] = set()
 
         def result(t: torch.Tensor) -> torch.Tensor:
             if type(t) is _RT or id(t) in self.sources:
                 node = self.node_of(t)
+                if self.pending:
+                    self.used(node.id)
                 if m.id < node.id < m.end and node.role not in SOURCE_ROLES:  # produced inside the call
                     b.add_edge(m.id, node.id)
+                    results.add(node.id)
                     return t
                 # passed through unchanged: an alias node standing for the outer tensor
                 alias = self.new_tensor(t, m.name + "_out", "intermediate", parent, copy_of=node.id, producer=m.id)
@@ -118,4 +150,35 @@ class ModuleScope(OpRecorder):
             node = self.new_tensor(t, m.name + "_out", "intermediate", parent, producer=m.id)
             return self.bind(t, node)
 
-        return map_tensors(out, result)
+        held = self.held_results(m, results)
+        out = map_tensors(out, result, objects=held)
+        if objects:
+            walk = Walk()
+            for o in objects:
+                visit(o, held, False, "", walk)
+        return out
+
+    def held_results(self, m: ModuleNode, results: set[int]) -> Callable[[torch.Tensor], None]:
+        """For the tensors held by objects that the ended call ``m`` returned or filled:
+        an edge out of ``m`` for each one made inside it (once, ids go to ``results``)."""
+        b = self.builder
+
+        def held(t: torch.Tensor) -> None:
+            node = self.known_node(t)
+            # made inside the call: by the parent, as a version made by an in-place op inside
+            # the call (``copy_`` into a slice) gets its node only now, after the call's end
+            if node is None or node.role in SOURCE_ROLES or node.id in results or node.parent is None:
+                return
+            if node.parent == m.id or m.contains(node.parent):
+                if self.pending:
+                    self.used(node.id)
+                b.add_edge(m.id, node.id)
+                results.add(node.id)
+
+        return held
+
+    def known_node(self, t: torch.Tensor) -> TensorNode | None:
+        """The current node of ``t`` if it was seen in this recording (never a new source)."""
+        if (type(t) is _RT and t.__dict__.get("_tv_node") is not None) or id(t) in self.sources:
+            return self.node_of(t)
+        return None

@@ -19,6 +19,7 @@ import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
 from .metacache import MISS, key_of, replay, template_of
+from .methods import MethodScope
 from .names import op_name
 from .optable import (
     AS_PLAIN,
@@ -31,7 +32,7 @@ from .optable import (
     storage_owner,
     version,
 )
-from .state import SessionState, recorded_alias
+from .state import recorded_alias
 from .tensor import RecorderTensor
 from .tree import map_tensors
 
@@ -42,7 +43,7 @@ _Tensor = torch.Tensor
 _RT = RecorderTensor
 
 
-class OpRecorder(SessionState):
+class OpRecorder(MethodScope):
     def handle(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Every torch function call of the forward comes here (mode and subclass hook)."""
         if threading.get_ident() != self.thread or not self.running:
@@ -115,6 +116,8 @@ class OpRecorder(SessionState):
 
     # -- calls --------------------------------------------------------------------------------
     def _factory(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not self.stack[-1].leaf:
+            self.sync_methods()
         if self.device is not None and func in DEVICE_FACTORIES and kwargs.get("device") is None:
             kwargs = dict(kwargs, device=self.device)
         out = func(*args, **kwargs)
@@ -148,8 +151,13 @@ class OpRecorder(SessionState):
             return func(*args, **kwargs)
 
         with _Disable():
+            if not self.stack[-1].leaf:
+                self.sync_methods()
             scope = self.scope()
             in_nodes = [self.node_of(t) for t in ins]
+            if self.pending:  # a tensor that entered a call inside an object, or left a method call
+                for n in in_nodes:
+                    self.used(n.id)
             fn = self.builder.add_function(op_name(func), scope, [n.id for n in in_nodes])
         try:
             if foreign:

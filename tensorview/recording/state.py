@@ -19,12 +19,26 @@ from .probes import Probe, Probes
 from .tensor import RecorderTensor
 
 
-@dataclass
+@dataclass(slots=True)
 class Frame:
-    """One module call being executed."""
+    """One module call being executed (or a method call of a submodule, see methods.py)."""
 
     module: nn.Module
     node: ModuleNode
+    #: a real call of a module without submodules: no method call of a submodule can start
+    #: inside it, so ops there skip the look at the Python stack (methods.py)
+    leaf: bool = False
+    #: for a method call (``self.enc.embed(x)``): the Python frame running the method
+    pyframe: Any = None
+    #: the innermost Python frame of the last event found to need no change of the stack
+    seen: Any = None
+    #: the last Python frame found running the module's own code (its ``forward``)
+    home: Any = None
+    #: ids of the tensor nodes held by objects among the arguments, waiting for their
+    #: first use inside the call (calls.py)
+    carried: list[int] | None = None
+    #: the objects among the arguments (what the call stores in them are its results)
+    objects: list[Any] | None = None
 
 
 class SessionState:
@@ -62,6 +76,16 @@ class SessionState:
         self.sources: dict[int, list[Any]] = {}
         # last op that mutated a storage: id(storage owner) -> (owner, function node id)
         self.mutations: dict[int, tuple[torch.Tensor, int]] = {}
+        #: node id -> edges to add when that tensor is next used: into an active call that got
+        #: it inside an object argument, or out of an ended method call that made it
+        self.pending: dict[int, list[tuple[int, int]]] = {}
+
+    def used(self, node_id: int) -> None:
+        """Tensor ``node_id`` is read now (only called while ``pending`` is not empty)."""
+        edges = self.pending.pop(node_id, None)
+        if edges:
+            for s, d in edges:
+                self.builder.add_edge(s, d)
 
     def scope(self) -> ModuleNode:
         """The module call now executing."""

@@ -54,11 +54,11 @@ def label_lines(view: View, node: ViewNode, options: RenderOptions | None = None
 def module_title(g: Graph, node: ViewNode, ir: ModuleNode) -> str:
     cls = ir.cls_name
     if node.members:
-        paths = [g.nodes[m].path for m in node.members]
+        paths = [g.module(m).call_name for m in node.members]
         if node.period > 1:
             cls = ", ".join(g.module(m).cls_name for m in node.members[: node.period])
         return f"{span(paths)}: {cls} ×{node.folded}"
-    return f"{ir.path}: {cls}" if ir.path else cls
+    return f"{ir.call_name}: {cls}" if ir.path else cls
 
 
 def span(paths: list[str]) -> str:
