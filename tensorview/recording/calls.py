@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from ..graph import SOURCE_ROLES, ModuleNode, TensorNode
-from .objects import Walk, visit
+from .objects import Walk
 from .ops import OpRecorder
 from .state import Frame, recorded_alias
 from .tensor import RecorderTensor
@@ -124,8 +124,9 @@ class ModuleScope(OpRecorder):
 
     def leave(self, m: ModuleNode, out: Any, objects: list[Any] | None = None) -> Any:
         """The call ``m`` returned ``out``: edges to its results, in the caller's scope.
-        Tensors held by other objects in ``out`` or in ``objects`` (its arguments, which
-        it may have filled) are results when made inside the call."""
+        Tensors held by other objects in ``out`` are results when made inside the call;
+        with ``objects`` among its arguments (which it may have filled, as a KV cache),
+        the other tensors made inside it are results when used after it."""
         b = self.builder
         b.end_call(m)
         parent = self.graph.module(m.parent) if m.parent is not None else m
@@ -150,12 +151,9 @@ class ModuleScope(OpRecorder):
             node = self.new_tensor(t, m.name + "_out", "intermediate", parent, producer=m.id)
             return self.bind(t, node)
 
-        held = self.held_results(m, results)
-        out = map_tensors(out, result, objects=held)
-        if objects:
-            walk = Walk()
-            for o in objects:
-                visit(o, held, False, "", walk)
+        out = map_tensors(out, result, objects=self.held_results(m, results))
+        if objects:  # what it stored in objects among its arguments: results once used
+            self.results_when_used(m, results)
         return out
 
     def held_results(self, m: ModuleNode, results: set[int]) -> Callable[[torch.Tensor], None]:

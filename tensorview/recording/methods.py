@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
 from ..graph import SOURCE_ROLES, ModuleNode, TensorNode
-from .objects import Walk, visit
 from .state import Frame, SessionState
 
 _Disable = torch._C.DisableTorchFunction
@@ -40,6 +38,11 @@ _TORCH_MODULES = os.path.join(_TORCH, "nn", "modules") + os.sep
 _WRAPPER = (os.path.join(_HERE, "recorder.py"), "__call__")
 _MAX_FRAMES = 64
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
+
+
+def _forward_code(module: nn.Module) -> Any:
+    """The code object of ``module``'s class's ``forward`` (None if it has none)."""
+    return getattr(getattr(type(module), "forward", None), "__code__", None)
 
 
 def _internal(filename: str) -> bool:
@@ -55,9 +58,6 @@ class MethodScope(SessionState):
     def _enter_args(
         self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        raise NotImplementedError  # calls.py
-
-    def held_results(self, m: ModuleNode, results: set[int]) -> Callable[[torch.Tensor], None]:
         raise NotImplementedError  # calls.py
 
     def sync_methods(self, callee: nn.Module | None = None) -> None:
@@ -82,6 +82,9 @@ class MethodScope(SessionState):
         if f is None or f is top.seen:
             return
         home = top.home
+        if home is None and top.pyframe is None and f.f_code is _forward_code(top.module):
+            top.home = top.seen = f  # the first event in the running module's forward
+            return
         if home is not None:  # no method call open (a method call's frame has no home)
             g: Any = f
             while g is not home:  # functions (not methods) called from the module's own code
@@ -168,21 +171,21 @@ class MethodScope(SessionState):
         if failed:
             b.fail_call(m)
         self.drop_carried(frame)
-        # its results: what it stored in objects among its arguments, and what was made
-        # inside it and is used after it (an edge at the first use)
-        results: set[int] = set()
-        if frame.objects:
-            held, walk = self.held_results(m, results), Walk()
-            for o in frame.objects:
-                visit(o, held, False, "", walk)
-        pending = self.pending
-        nodes = self.graph.nodes
-        for j in range(m.id + 1, m.end):
-            t = nodes[j]
-            if type(t) is TensorNode and t.role not in SOURCE_ROLES and j not in results:
-                pending.setdefault(j, []).append((m.id, j))
+        self.results_when_used(m, set())  # its return value passes no hook
         if self.probes is not None:
             self.probes.exit_call(m)
+
+    def results_when_used(self, m: ModuleNode, results: set[int]) -> None:
+        """The tensors made inside the ended call ``m`` (but not in ``results``) become its
+        results when used after it: they left it in a way no hook sees (a method's return
+        value, an object among its arguments that it filled, such as a KV cache)."""
+        pending = self.pending
+        nodes = self.graph.nodes
+        mid = m.id
+        for j in range(mid + 1, m.end):
+            t = nodes[j]
+            if type(t) is TensorNode and t.role not in SOURCE_ROLES and j not in results:
+                pending.setdefault(j, []).append((mid, j))
 
     def close_methods(self, failed: bool) -> None:
         """End the method calls above the innermost module call (its forward returned or
@@ -194,11 +197,13 @@ class MethodScope(SessionState):
     def pop_frame(self, frame: Frame, failed: bool) -> None:
         """The module call of ``frame`` ended: it leaves the stack, with any method call
         still open inside it."""
-        with _Disable():
+        stack = self.stack
+        if stack[-1] is not frame:
             self.close_methods(failed)
-            stack = self.stack
-            if stack and stack[-1] is frame:
-                stack.pop()
+            if not stack or stack[-1] is not frame:
+                return
+        stack.pop()
+        if frame.carried:
             self.drop_carried(frame)
 
     def drop_carried(self, frame: Frame) -> None:

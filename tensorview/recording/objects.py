@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -89,65 +90,111 @@ def _visit(obj: Any, fn: Callable[..., Any], with_path: bool, path: str, walk: W
             else:
                 fn(obj)
         return
-    if obj is None or isinstance(obj, SCALARS) or depth > MAX_DEPTH or id(obj) in walk.seen:
+    if obj is None or depth > MAX_DEPTH or id(obj) in walk.seen:
+        return
+    kind, names = _kind(obj)
+    if kind == _SKIP:
         return
     walk.seen.add(id(obj))
-    items, odepth = _items(obj, odepth)
+    items: Iterable[tuple[Any, Any]]
+    if kind == _MAP:
+        items = obj.items()
+    elif kind == _SEQ:
+        items = zip(names or range(len(obj)), obj)
+    else:
+        if odepth >= MAX_OBJECT_DEPTH:
+            return
+        odepth += 1
+        items = _object_items(obj, kind, names)
     sep = "_" if path else ""
     for k, v in items:
-        if v is None or type(v) in (int, float, bool, str):  # skip the common scalars quickly
+        if v is None or type(v) in _QUICK:  # skip the common scalars quickly
             walk.left -= 1
             continue
-        _visit(v, fn, with_path, f"{path}{sep}{k}", walk, depth + 1, odepth)
+        _visit(v, fn, with_path, f"{path}{sep}{k}" if with_path else "", walk, depth + 1, odepth)
         if walk.left <= 0:
             return
 
 
-def _items(obj: Any, odepth: int) -> tuple[Iterable[tuple[Any, Any]], int]:
-    """The children of ``obj`` as ``(path part, value)``, and the object depth below it."""
-    if isinstance(obj, dict):
-        return obj.items(), odepth
-    if isinstance(obj, (list, tuple)):
-        return zip(getattr(obj, "_fields", None) or range(len(obj)), obj), odepth
-    if callable(obj) or isinstance(obj, _OPAQUE):
-        return (), odepth
-    node = pytree_node(obj)
-    if node is not None:
+_SKIP, _SEQ, _MAP, _TREE, _DATA, _PLAIN = range(6)
+_QUICK = frozenset({int, float, bool, str})
+#: type -> (size of the pytree registry when looked at, kind, field or slot names)
+_KINDS: dict[type, tuple[int, int, tuple[str, ...]]] = {}
+
+
+def _kind(obj: Any) -> tuple[int, tuple[str, ...]]:
+    """How to walk ``obj``, decided once per type (again after a pytree registration)."""
+    t = type(obj)
+    n = len(_SUPPORTED)
+    hit = _KINDS.get(t)
+    if hit is not None and hit[0] == n:
+        return hit[1], hit[2]
+    names: tuple[str, ...] = ()
+    if issubclass(t, dict):
+        kind = _MAP
+    elif issubclass(t, (list, tuple)):
+        kind = _SEQ
+        names = tuple(getattr(t, "_fields", ()) or ())
+    elif callable(obj) or issubclass(t, _OPAQUE) or issubclass(t, SCALARS):
+        kind = _SKIP
+    elif t in _SUPPORTED:
+        kind = _TREE
+    elif dataclasses.is_dataclass(t):
+        kind, names = _DATA, tuple(f.name for f in dataclasses.fields(t))
+    else:
+        kind, names = _PLAIN, _slot_names(t)
+    _KINDS[t] = (n, kind, names)
+    return kind, names
+
+
+def _object_items(obj: Any, kind: int, names: tuple[str, ...]) -> list[tuple[Any, Any]]:
+    if kind == _TREE:
         try:
-            return pytree_children(node, obj)[0], odepth + 1
+            return pytree_children(_SUPPORTED[type(obj)], obj)[0]
         except Exception:  # a flatten function that fails on this value: walk it as an object
-            pass
-    if odepth >= MAX_OBJECT_DEPTH:
-        return (), odepth
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return [(f.name, getattr(obj, f.name, None)) for f in dataclasses.fields(obj)], odepth + 1
-    return _attributes(obj), odepth + 1
+            return _attributes(obj, _slot_names(type(obj)))
+    if kind == _DATA:
+        return [(k, getattr(obj, k, None)) for k in names]
+    return _attributes(obj, names)
 
 
-def _attributes(obj: Any) -> list[tuple[str, Any]]:
-    """An object's attributes: its ``__dict__`` (read without ``__getattr__``) and the
-    ``__slots__`` of its classes."""
+def _attributes(obj: Any, slots: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """An object's attributes: its ``__dict__`` (read without ``__getattr__``) and its
+    filled ``slots``."""
     try:
         d = object.__getattribute__(obj, "__dict__")
     except AttributeError:
         d = None
     items = list(d.items()) if isinstance(d, dict) else []
-    return items + slot_items(obj)
+    for name in slots:
+        try:
+            items.append((name, object.__getattribute__(obj, name)))
+        except AttributeError:  # an empty slot
+            continue
+    return items
 
 
-def slot_items(obj: Any) -> list[tuple[str, Any]]:
-    """``(attribute, value)`` for each filled slot of ``obj``'s classes (private names
-    mangled, as ``object.__setattr__`` needs them)."""
-    items: list[tuple[str, Any]] = []
-    for cls in type(obj).__mro__:
+@functools.cache
+def _slot_names(t: type) -> tuple[str, ...]:
+    """The ``__slots__`` of ``t`` and its bases (private names mangled)."""
+    names: list[str] = []
+    for cls in t.__mro__:
         slots = cls.__dict__.get("__slots__", ())
         for name in (slots,) if isinstance(slots, str) else slots:
             if name in ("__dict__", "__weakref__"):
                 continue
             if name.startswith("__") and not name.endswith("__"):
                 name = f"_{cls.__name__.lstrip('_')}{name}"
-            try:
-                items.append((name, object.__getattribute__(obj, name)))
-            except AttributeError:  # an empty slot
-                continue
-    return items
+            names.append(name)
+    return tuple(names)
+
+
+def slot_items(obj: Any) -> list[tuple[str, Any]]:
+    """``(attribute, value)`` for each filled slot of ``obj`` (for tree.py's in-place strip)."""
+    out = []
+    for name in _slot_names(type(obj)):
+        try:
+            out.append((name, object.__getattribute__(obj, name)))
+        except AttributeError:
+            continue
+    return out
