@@ -32,16 +32,18 @@ def _transformer(
     auto: str = "AutoModel",
     build_kwargs: dict[str, Any] | None = None,
     inputs: Callable[[], dict[str, Any]] | None = None,
+    device: torch.device = META,
     **config: Any,
 ) -> Callable[[], Any]:
     def build() -> tuple[nn.Module, dict[str, Any]]:
         import transformers
 
+        torch.manual_seed(0)
         cfg = transformers.AutoConfig.for_model(model_type, **config)
-        with torch.device(META):
+        with torch.device(device):
             model = getattr(transformers, auto).from_config(cfg, **(build_kwargs or {}))
         model.eval()
-        x = inputs() if inputs is not None else {"input_ids": torch.zeros(1, 128, dtype=torch.long, device=META)}
+        x = inputs() if inputs is not None else {"input_ids": torch.zeros(1, 128, dtype=torch.long, device=device)}
         return model, x
 
     return build
@@ -175,6 +177,15 @@ def densenet201() -> tuple[nn.Module, dict[str, Any]]:
     return model.eval(), {"x": torch.zeros(1, 3, 64, 64, device=META)}
 
 
+def _replica(name: str) -> Callable[[], tuple[nn.Module, dict[str, Any]]]:
+    def build() -> tuple[nn.Module, dict[str, Any]]:
+        import replicas  # bench/replicas.py: torchvision-free copies of torchvision models
+
+        return getattr(replicas, name)()
+
+    return build
+
+
 CASES = [
     Case("llama3-70b (80 layers)", _transformer("llama", **LLAMA3_70B), repeats=3),
     Case("gpt2 (124M)", _transformer("gpt2")),
@@ -185,6 +196,23 @@ CASES = [
         _transformer("mixtral", build_kwargs=dict(experts_implementation="batched_mm"), **MIXTRAL),
     ),
     Case("densenet201-like", densenet201),
+    Case("densenet201 (torchvision layout)", _replica("densenet201")),
+    Case("raft_small (torchvision layout)", _replica("raft_small")),
+    Case(
+        "llama 4x256 (cpu)",
+        _transformer(
+            "llama",
+            device=torch.device("cpu"),
+            hidden_size=256,
+            intermediate_size=512,
+            num_hidden_layers=4,
+            num_attention_heads=8,
+            num_key_value_heads=2,
+            vocab_size=1000,
+        ),
+        device="cpu",
+    ),
+    Case("densenet121 64x64 (cpu)", _replica("densenet121_cpu"), device="cpu"),
     Case("mlp 10k ops (cpu)", deep_mlp(10_000), repeats=3, device="cpu"),
     Case("mlp 100k ops (cpu)", deep_mlp(100_000), repeats=2, device="cpu"),
 ]

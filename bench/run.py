@@ -16,6 +16,7 @@ import argparse
 import gc
 import os
 import platform
+import resource
 import signal
 import statistics
 import subprocess
@@ -105,6 +106,7 @@ def run_case(case: Case, repeats: int | None) -> dict[str, Any]:
         row["tv_draw"] = f"failed: {type(e).__name__}: {e}"[:80]
         source = None
     row["torchview"] = torchview_time(model, inputs, device, n)
+    row["torchlens"] = torchlens_time(model, inputs, device, n)
     row["dot"] = dot_time(source) if source is not None else "n/a"
     return row
 
@@ -128,8 +130,33 @@ def torchview_time(model: Any, inputs: dict[str, Any], device: str, n: int) -> A
         return f"failed: {type(e).__name__}"
 
 
+def torchlens_time(model: Any, inputs: dict[str, Any], device: str, n: int) -> Any:
+    """``torchlens.trace(model, **inputs)`` with its defaults (it refuses meta tensors)."""
+    if device == "meta":
+        return "n/a (meta)"
+    try:
+        import torchlens
+    except ImportError:
+        return "not installed"
+
+    # one input goes positionally (torchlens passes its own positional default otherwise)
+    args = list(inputs.values()) if len(inputs) == 1 else None
+
+    def tl() -> Any:
+        return torchlens.trace(model, input_args=args, input_kwargs=None if args else inputs)
+
+    try:
+        return median_time(tl, min(n, 3), TORCHVIEW_BUDGET_S)
+    except Timeout:
+        return "timeout"
+    except Exception as e:
+        return f"failed: {type(e).__name__}"
+
+
 def dot_time(source: str) -> Any:
-    t0 = time.perf_counter()
+    """CPU seconds ``dot -Tsvg`` spends on ``source`` (its own user + system time: load on
+    the machine from other processes does not count)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         subprocess.run(
             ["dot", "-Tsvg", "-o", os.devnull],
@@ -145,7 +172,8 @@ def dot_time(source: str) -> Any:
         return f"failed (rc {e.returncode}: {why[-1][:30] if why else 'no message'})"
     except FileNotFoundError:
         return "failed (no dot program)"
-    return time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
 # -- scaling and memory ------------------------------------------------------------------------
@@ -275,10 +303,19 @@ COLUMNS = [
     "Recorder s",
     "tv draw_graph s",
     "torchview s",
+    "torchlens s",
     "dot -Tsvg s",
     "Recorder/plain",
+    "us/op",
     "torchview/tv",
 ]
+
+
+def us_per_op(r: dict[str, Any]) -> float | None:
+    """Recording overhead per recorded op: (Recorder - plain) / ops, in microseconds."""
+    if isinstance(r["record"], float) and isinstance(r["plain"], float) and r["ops"]:
+        return (r["record"] - r["plain"]) / r["ops"] * 1e6
+    return None
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
@@ -298,8 +335,10 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
                 fmt_s(r["record"]),
                 fmt_s(r["tv_draw"]),
                 fmt_s(r["torchview"]),
+                fmt_s(r["torchlens"]),
                 fmt_s(r["dot"]),
                 f"{rp:.2f}x" if rp is not None else "-",
+                f"{us_per_op(r):.1f}" if us_per_op(r) is not None else "-",
                 tt_s,
             ]
         )
@@ -325,13 +364,21 @@ def targets(
     meta_ratios = [x for x in meta_ratios if x is not None]
     if meta_ratios:
         m = statistics.median(meta_ratios)
-        all_r = [x for x in (ratio(r["record"], r["plain"]) for r in rows) if x is not None]
         out.append(
             (
-                "Recorder <= 1.5x plain forward on meta (median)",
-                m <= 1.5,
-                f"median {m:.2f}x over {len(meta_ratios)} meta models (worst {max(meta_ratios):.2f}x); "
-                f"CPU MLPs with 4x4 layers: {', '.join(f'{x:.2f}x' for x in all_r[len(meta_ratios) :])}",
+                "Recorder <= 0.5x plain forward on meta (median)",
+                m <= 0.5,
+                f"median {m:.2f}x over {len(meta_ratios)} meta models (worst {max(meta_ratios):.2f}x)",
+            )
+        )
+    cpu = [(r["model"], us_per_op(r)) for r in rows if r["device"] == "cpu"]
+    cpu_ok = [(m, u) for m, u in cpu if u is not None]
+    if cpu_ok:
+        out.append(
+            (
+                "recording overhead on real CPU tensors <= 15 us per op",
+                all(u <= 15 for _, u in cpu_ok) and len(cpu_ok) == len(cpu),
+                ", ".join(f"{m}: {u:.1f}" for m, u in cpu_ok),
             )
         )
     speed = []
@@ -367,6 +414,13 @@ def targets(
         )
         out.append(
             (
+                "recorded graph memory <= 1 KB per op",
+                max(mem[k] for k in (1_000, 10_000, 100_000)) <= 1024,
+                f"at most {max(mem[k] for k in (1_000, 10_000, 100_000)):.0f} B/op",
+            )
+        )
+        out.append(
+            (
                 "recorded graph holds no tensor",
                 mem["tensors_in_graph"] == 0,
                 f"{mem['tensors_in_graph']} tensors reachable from the graph",
@@ -386,17 +440,17 @@ def targets(
         tv = llama["torchview"]
         out.append(
             (
-                "Llama-3-70B (80 layers) records on meta in < 2 s",
-                llama["record"] < 2,
+                "Llama-3-70B (80 layers) records on meta in < 0.5 s",
+                llama["record"] < 0.5,
                 f"Recorder {llama['record']:.2f} s, draw_graph {fmt_s(llama['tv_draw'])} s, torchview {fmt_s(tv)} s",
             )
         )
     dots = [(r["model"], r["dot"]) for r in rows]
-    slow = [f"{m} ({fmt_s(d)})" for m, d in dots if not (isinstance(d, float) and d < 10)]
+    slow = [f"{m} ({fmt_s(d)})" for m, d in dots if not (isinstance(d, float) and d < 5)]
     worst = max((d for _, d in dots if isinstance(d, float)), default=0.0)
     out.append(
         (
-            "default view lays out with dot -Tsvg in < 10 s on every model",
+            "default view lays out with dot -Tsvg in < 5 s (dot's CPU time) on every model",
             not slow,
             f"slowest {worst:.2f} s" + (f"; over: {', '.join(slow)}" if slow else ""),
         )
@@ -411,6 +465,21 @@ def machine() -> str:
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"torch {torch.__version__}, torchview {getattr(torchview, '__version__', '0.2.x')}, "
         f"{subprocess.run(['dot', '-V'], capture_output=True, text=True).stderr.strip()}"
+    )
+
+
+def profile_section() -> str:
+    """Where recording time goes on CPU tensors, now and before the work on it (issue 12)."""
+    now = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "profile_recording.py")], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    before = (ROOT / "bench" / "profile_before.txt").read_text().strip()
+    return (
+        "\n## Where recording time goes (bench/profile_recording.py)\n\n"
+        "The deep MLP (Linear, ReLU) on CPU tensors; overhead is the minimum CPU time over repeats, "
+        "the table cProfile's top entries by own time.\n\n"
+        f"Now:\n\n```\n{now}\n```\n\nBefore (the tree of the first landing, bench/profile_before.txt):\n\n"
+        f"```\n{before}\n```\n"
     )
 
 
@@ -458,8 +527,12 @@ def main() -> None:
             "- **plain**: the model's forward without recording; **Recorder**: `with Recorder(model): "
             "model(**x)`, record only; **tv draw_graph**: `draw_graph(...)` + `.source` (record, default view, "
             "DOT text); **torchview**: `torchview.draw_graph(...)` with its defaults + `visual_graph.source`.\n"
-            "- **dot -Tsvg**: Graphviz layout of tensorview's default view (one run, cut off at "
-            f"{DOT_TIMEOUT_S:.0f} s).\n"
+            "- **dot -Tsvg**: CPU seconds of Graphviz laying out tensorview's default view (one run, cut off "
+            f"at {DOT_TIMEOUT_S:.0f} s); **torchlens**: `torchlens.trace(model, x)` with its defaults (CPU "
+            "models only: it refuses meta tensors); **us/op**: (Recorder - plain) / ops, the recording overhead "
+            "per recorded op.\n"
+            "- densenet201 and raft_small with torchvision's layout are torchvision-free replicas "
+            "(bench/replicas.py): same module tree and control flow.\n"
             "- Transformers models are full-size configs built on meta with inputs on meta (sequence length "
             "128, 32 decoder tokens for T5); the MLPs run on the CPU with 4x4 layers, because a meta op costs "
             "~350 us of dispatch here and would hide the recording overhead.\n"
@@ -468,8 +541,9 @@ def main() -> None:
             "(docs/recording.md, `meta_replay`); torchview and the plain forward run every kernel.\n\n"
             f"Machine: {machine()}.  Total run time {total:.0f} s.\n\n"
             + md_table(cells)
-            + "\n## Targets (issue 4)\n\n"
+            + "\n## Targets\n\n"
             + "".join(f"- {'**pass**' if ok else '**FAIL**'}: {name}: {detail}\n" for name, ok, detail in results)
+            + profile_section()
         )
         print(f"wrote {doc.relative_to(ROOT)}")
 

@@ -14,10 +14,11 @@ from torch import nn
 from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
+from .importers import import_program, is_program
 from .recording import BaseRecorder, Probe
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
 from .recording.placement import as_device, model_device, placed, training_mode
-from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph
+from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
 from .transform import build_view
 
 MODES = ("eval", "train", "same")
@@ -69,7 +70,7 @@ class Recorder(BaseRecorder[ComputationGraph]):
 
 
 def draw_graph(
-    model: nn.Module,
+    model: Any,
     input_size: Any = None,
     input_data: Any = None,
     *,
@@ -89,6 +90,7 @@ def draw_graph(
     save_graph: bool = False,
     filename: str | None = None,
     directory: str = ".",
+    style: str | None = None,
     **forward_kwargs: Any,
 ) -> ComputationGraph:
     """Record one forward pass of ``model`` and return a drawable ``ComputationGraph``.
@@ -106,8 +108,17 @@ def draw_graph(
     never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
     ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
     The view options have torchview's meanings; change them later with ``graph.view(...)``.
+    ``style`` picks a named look: ``"paper"`` (figures: serif, grayscale-safe, thin lines),
+    ``"dark"`` (dark notebooks) or ``"default"``.
+
+    A ``torch.export.ExportedProgram`` or a ``torch.fx.GraphModule`` is drawn from its
+    graph, nothing runs: inputs are optional, checked against its input specs (see
+    docs/recording.md).
     """
-    check_model(model, "draw_graph")
+    program = is_program(model)
+    if not program:
+        check_model(model, "draw_graph")
+    styler = styler_for(style) if style is not None else None
     if forward_kwargs:
         check_forward_kwargs(model, forward_kwargs, _OPTION_NAMES)
     if mode not in MODES:
@@ -123,17 +134,44 @@ def draw_graph(
         fold=fold,
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
-    dev = as_device(device)
-    target = dev if dev is not None else model_device(model)
-    args, kwargs = make_inputs(input_size, input_data, dtypes, target)
-    kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
-    with placed(model, dev) as runnable, training_mode(runnable, mode), torch.no_grad():
-        with Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
-            runnable(*args, **kwargs)
-    graph = rec.graph
+    if program:
+        ir = import_program(model, _program_inputs(model, input_size, input_data, dtypes, mode, forward_kwargs))
+        graph = ComputationGraph(ir, options, render_options)
+    else:
+        dev = as_device(device)
+        target = dev if dev is not None else model_device(model)
+        args, kwargs = make_inputs(input_size, input_data, dtypes, target)
+        kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
+        with placed(model, dev) as runnable, training_mode(runnable, mode), torch.no_grad():
+            with Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
+                runnable(*args, **kwargs)
+        graph = rec.graph
+    if styler is not None:
+        graph = graph.view(styler=styler)
     if save_graph:
         graph.save(_save_path(directory, filename, graph_name))
     return graph
+
+
+def _program_inputs(
+    program: Any, input_size: Any, input_data: Any, dtypes: Any, mode: str, forward_kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The inputs given for a traced program, on meta (only their shapes are used), or
+    ``None``.  Its graph was fixed when it was traced: ``mode="train"`` cannot apply."""
+    what = type(program).__name__
+    if mode == "train":
+        raise InvalidInputError(
+            f"mode='train' cannot apply to a {what}: its graph was fixed when it was traced "
+            "(export or trace the model in train mode instead); use mode='eval' or 'same'"
+        )
+    if input_size is None and input_data is None and not forward_kwargs:
+        return None
+    meta = torch.device("meta")
+    args, kwargs = (
+        ((), {}) if input_size is None and input_data is None else make_inputs(input_size, input_data, dtypes, meta)
+    )
+    kwargs.update({k: to_device(v, meta, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
+    return args, kwargs
 
 
 #: draw_graph's own parameter names (a forward keyword close to one is a misspelling)

@@ -14,7 +14,7 @@ from typing import Any
 
 import graphviz
 
-from .errors import InvalidTypeError, RenderError, choices_error
+from .errors import InvalidInputError, InvalidTypeError, RenderError, choices_error
 from .graph import (
     VIEW_OPTION_NAMES,
     AnnotationPass,
@@ -27,7 +27,7 @@ from .graph import (
     annotate,
 )
 from .graph.listing import fmt_shapes, one_line, printable, shorten
-from .render import RENDER_OPTION_NAMES, DotRenderer, GraphvizStyler, RenderOptions, run_dot
+from .render import RENDER_OPTION_NAMES, DotRenderer, GraphvizStyler, RenderOptions, run_dot, styler_for
 from .render.formats import Format, extensions, format_for, formats
 from .transform import build_view
 
@@ -59,8 +59,12 @@ class ComputationGraph:
     # -- views -------------------------------------------------------------------------
     def view(self, **changes: Any) -> ComputationGraph:
         """The same recording drawn with some options changed (``depth=1, roll=True``,
-        ``graph_dir="LR"``); ``styler=`` swaps the styler."""
+        ``graph_dir="LR"``); ``styler=`` swaps the styler, ``style=`` picks a named look
+        (``"default"``, ``"paper"``, ``"dark"``)."""
+        styler_given = "styler" in changes
         styler = changes.pop("styler", self.styler)
+        if "style" in changes:
+            styler = _styler_of_style(changes.pop("style"), styler_given)
         unknown = sorted(set(changes) - OPTION_NAMES)
         if unknown:
             raise choices_error("view option", unknown[0], OPTION_NAMES)
@@ -215,6 +219,12 @@ def _check_styler(styler: Any) -> GraphvizStyler | None:
         f"styler must be a GraphvizStyler instance (e.g. GraphvizStyler(fontname='Helvetica')) or None, "
         f"got {type(styler).__name__}: {styler!r:.80}"
     )
+
+
+def _styler_of_style(style: Any, styler_given: bool) -> GraphvizStyler:
+    if styler_given:
+        raise InvalidInputError("give style= (a named look) or styler= (a GraphvizStyler), not both")
+    return styler_for(style)
 
 
 def _check_path(path: Any) -> str:

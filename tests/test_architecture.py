@@ -23,14 +23,18 @@ ALLOWED: dict[str, set[str]] = {
     "recording": {"graph", "recording"},
     "taps": {"graph", "recording", "taps"},
     "cost": {"graph", "recording", "cost"},
+    "importers": {"graph", "recording", "importers"},
     "drawing": {"graph", "transform", "render"},
-    "api": {"graph", "transform", "render", "recording", "drawing"},
+    "api": {"graph", "transform", "render", "recording", "importers", "drawing"},
+    # the command line and the Sphinx directive use anything public, like a user would
+    "cli": {"tensorview", "graph", "transform", "render", "recording", "importers", "drawing", "api", "cli"},
+    "sphinx": {"tensorview", "graph", "transform", "render", "recording", "importers", "drawing", "api", "cli"},
 }
 LEAVES = {"errors", "_version"}
 #: stages that must stay plain data: no torch, no graphviz
 PURE = {"graph", "transform"}
 #: stages that must not need graphviz (render and what composes it may)
-NO_GRAPHVIZ = {"graph", "transform", "recording", "taps", "cost"}
+NO_GRAPHVIZ = {"graph", "transform", "recording", "taps", "cost", "importers"}
 MAX_LINES = 300
 
 

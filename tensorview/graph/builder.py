@@ -20,7 +20,7 @@ assigned here, as ``torch.fx.Graph.create_node`` does for fx.  Two layers:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from .graph import Graph
@@ -28,6 +28,8 @@ from .names import Namespace
 from .nodes import FunctionNode, ModuleNode, TensorNode
 
 Shape = tuple[int, ...]
+#: what a scripted op returns: ``(shape, dtype, device)`` per result
+Meta = tuple[Shape, str, str]
 
 
 class Call:
@@ -95,7 +97,7 @@ class GraphBuilder:
         )
         g.nodes.append(fn)
         fid = fn.id
-        g.edges.extend([(i, fid) for i in inputs])
+        g.edges.add_into(inputs, fid)
         return fn
 
     def add_tensor(
@@ -128,18 +130,18 @@ class GraphBuilder:
         )
         g.nodes.append(node)
         if producer is not None:
-            g.edges.append((producer, node.id))
+            g.edges.add(producer, node.id)
         return node
 
     def add_edge(self, src: int, dst: int) -> None:
-        self.graph.edges.append((src, dst))
+        self.graph.edges.add(src, dst)
 
     def add_input(self, t: TensorNode) -> None:
         """``t`` is an argument of the root call (in argument order)."""
         g = self.graph
         g.inputs.append(t.id)
         if g.root is not None:
-            g.edges.append((t.id, g.root))
+            g.edges.add(t.id, g.root)
 
     def mark_output(self, t: TensorNode) -> None:
         """``t`` is returned by the root call (listed once, in return order)."""
@@ -159,6 +161,12 @@ class GraphBuilder:
         if m.end < 0:
             m.end = len(self.graph.nodes)
 
+    def close(self) -> None:
+        """No more nodes will be added: free the name table (a recorded graph keeps no
+        builder state alive)."""
+        self.names = Namespace()
+        self._call_counts = {}
+
     @property
     def next_id(self) -> int:
         return len(self.graph.nodes)
@@ -175,6 +183,7 @@ class GraphBuilder:
         role: str = "intermediate",
         *,
         dtype: str = "float32",
+        device: str = "cpu",
         copy_of: int | None = None,
         source_name: str | None = None,
         parent: ModuleNode | None = None,
@@ -185,7 +194,7 @@ class GraphBuilder:
             parent or self.top,
             tuple(shape),
             dtype,
-            "cpu",
+            device,
             role,
             copy_of=copy_of,
             source_name=source_name,
@@ -193,24 +202,31 @@ class GraphBuilder:
         )
         return t.id
 
-    def input(self, shape: Shape = (1, 4), name: str = "x", dtype: str = "float32") -> int:
-        t = self.add_tensor(name, self.stack[0], tuple(shape), dtype, "cpu", "input", source_name=name)
+    def input(self, shape: Shape = (1, 4), name: str = "x", dtype: str = "float32", device: str = "cpu") -> int:
+        t = self.add_tensor(name, self.stack[0], tuple(shape), dtype, device, "input", source_name=name)
         self.add_input(t)
         return t.id
 
-    def param(self, qualname: str, shape: Shape = (4, 4), role: str = "parameter") -> int:
-        return self.tensor(qualname.replace(".", "_"), shape, role, source_name=qualname)
+    def param(
+        self, qualname: str, shape: Shape = (4, 4), role: str = "parameter", dtype: str = "float32", device: str = "cpu"
+    ) -> int:
+        name = qualname.replace(".", "_")
+        return self.tensor(name, shape, role, dtype=dtype, device=device, source_name=qualname)
 
     def created(self, shape: Shape = (1, 4), name: str = "zeros") -> int:
         return self.tensor(name, shape, "created")
 
     def op(self, op: str, *args: int, shape: Shape | None = None, n_out: int = 1, failed: bool = False) -> int:
         """Run ``op`` on ``args`` in the current module; returns its (first) result."""
+        out_shape = shape if shape is not None else (self.graph.tensor(args[0]).shape if args else (1,))
+        results = self.op_results(op, args, [(out_shape, "float32", "cpu")] * n_out, failed=failed)
+        return results[0] if results else -1
+
+    def op_results(self, op: str, args: Sequence[int], results: Sequence[Meta], *, failed: bool = False) -> list[int]:
+        """Run ``op`` on ``args`` in the current module; one result per ``(shape, dtype, device)``."""
         f = self.add_function(op, self.top, args)
         f.failed = failed
-        out_shape = shape if shape is not None else (self.graph.tensor(args[0]).shape if args else (1,))
-        results = [self.tensor(f"{op}_out", out_shape, producer=f.id) for _ in range(n_out)]
-        return results[0] if results else -1
+        return [self.tensor(f"{op}_out", s, dtype=dt, device=dev, producer=f.id) for s, dt, dev in results]
 
     @contextmanager
     def module(

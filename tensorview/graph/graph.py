@@ -10,12 +10,62 @@ A ``Graph`` is filled by ``GraphBuilder`` (builder.py) and read by everything el
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import InvalidTypeError
 from .annotations import Annotations
 from .nodes import FunctionNode, ModuleNode, Node, TensorNode
+
+
+class EdgeList:
+    """The edges ``(source id, target id)`` in use order, two machine integers each (16
+    bytes an edge instead of a 64-byte tuple in a list).  Iterating gives tuples."""
+
+    __slots__ = ("_ids",)
+
+    def __init__(self, edges: Iterable[tuple[int, int]] = ()) -> None:
+        self._ids = array("q")
+        for s, d in edges:
+            self._ids.append(s)
+            self._ids.append(d)
+
+    def add(self, src: int, dst: int) -> None:
+        ids = self._ids
+        ids.append(src)
+        ids.append(dst)
+
+    def add_into(self, srcs: Iterable[int], dst: int) -> None:
+        """An edge from each of ``srcs`` (in order) to ``dst``."""
+        ids = self._ids
+        for s in srcs:
+            ids.append(s)
+            ids.append(dst)
+
+    def __len__(self) -> int:
+        return len(self._ids) >> 1
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        ids = self._ids
+        return zip(ids[0::2], ids[1::2])
+
+    def __getitem__(self, i: int) -> tuple[int, int]:
+        if i < 0:
+            i += len(self)
+        return self._ids[2 * i], self._ids[2 * i + 1]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EdgeList):
+            return self._ids == other._ids
+        if isinstance(other, (list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EdgeList({list(self)!r})"
 
 
 class Graph:
@@ -29,7 +79,7 @@ class Graph:
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
-        self.edges: list[tuple[int, int]] = []
+        self.edges = EdgeList()
         self.inputs: list[int] = []
         self.outputs: list[int] = []
         self.root: int | None = None

@@ -13,10 +13,11 @@ class Namespace:
         self._clean: dict[str, str] = {}
 
     def __call__(self, base: str) -> str:
-        clean = self._clean.get(base)
-        if clean is None:
-            clean = self._clean[base] = _sanitize(base)
-        base = clean
+        if not (base.isascii() and base.isidentifier()):  # checked in C; most names pass
+            clean = self._clean.get(base)
+            if clean is None:
+                clean = self._clean[base] = _sanitize(base)
+            base = clean
         n = self._used.get(base)
         if n is None:
             self._used[base] = 0
@@ -36,8 +37,11 @@ _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 def _sanitize(base: str) -> str:
     if not base:
         return "node"
-    if base.isascii() and base.isidentifier():  # the common case, checked in C
-        return base
+    if base.isascii():  # the common cases, checked in C
+        if base.isidentifier():
+            return base
+        if ("_" + base).isidentifier():  # a module path such as "0" or "0_weight"
+            return "_" + base
     if all(c in _SAFE for c in base):
         out = base
     else:

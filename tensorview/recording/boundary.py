@@ -75,6 +75,11 @@ class RootBoundary(ModuleScope):
             self.sources.clear()
             self.mutations.clear()
             self.pending.clear()
+            # what only recording needed: a kept Recorder holds the graph and little else
+            self.module_names.clear()
+            self.param_names.clear()
+            self.shapes.clear()
+            self.builder.close()
         return out
 
     def _strip_escaped(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -99,13 +99,15 @@ def to_device(value: Any, device: torch.device | None, what: str) -> Any:
     return map_tensors(value, move)
 
 
-def check_forward_kwargs(model: nn.Module, forward_kwargs: Iterable[str], options: Iterable[str]) -> None:
+def check_forward_kwargs(model: Any, forward_kwargs: Iterable[str], options: Iterable[str]) -> None:
     """A keyword for ``forward`` that ``forward`` does not declare by name (it would go
     into ``**kwargs`` or fail) and that is close to one of ``options`` is a misspelled
-    option (``dept=2``): an ``InvalidInputError`` that says which option was meant."""
+    option (``dept=2``): an ``InvalidInputError`` that says which option was meant.
+    ``model`` may have no ``forward`` (an ``ExportedProgram``): then it declares none."""
     options = list(options)
+    forward = getattr(model, "forward", None)
     try:
-        params = inspect.signature(model.forward).parameters
+        params = inspect.signature(forward).parameters if forward is not None else {}
     except (TypeError, ValueError):
         return
     declared = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]

@@ -81,14 +81,20 @@ def _describe(a: Any, parts: list[Any], depth: int) -> bool:
     return False
 
 
-def template_of(out: Any, ins: list[_Tensor], before: list[int]) -> Any:
-    """How to replay ``out`` (the op's result) from the arguments ``ins``; MISS if not."""
+def template_of(out: Any, ins: list[_Tensor], before: list[int], flat: bool = True) -> Any:
+    """How to replay ``out`` (the op's result) from the arguments ``ins``; MISS if not.
+
+    ``flat``: ``ins`` are all the tensors of the call (none nested deeper than one list);
+    only then is a view whose base is none of them known to view a tensor the op made
+    internally (``F.linear`` on a 3-D input returns a view of its ``mm`` result), which
+    nothing else holds, so it is replayed as a new tensor with the same strides."""
     roots = [storage_owner(t) for t in ins]
+    internal: list[Any] = []  # bases of internal views seen, to refuse two sharing one
     bumps = tuple((i, t._version - v) for i, (t, v) in enumerate(zip(ins, before)) if t._version != v)
     if any(d < 0 for _, d in bumps):
         return MISS
     if isinstance(out, _Tensor):
-        one = _one(out, ins, roots)
+        one = _one(out, ins, roots, flat, internal)
         return MISS if one is MISS else ("one", one, bumps)
     if type(out) in _ATOMS:
         return ("atom", out, bumps)
@@ -96,7 +102,7 @@ def template_of(out: Any, ins: list[_Tensor], before: list[int]) -> Any:
         items = []
         for o in out:
             if isinstance(o, _Tensor):
-                one = _one(o, ins, roots)
+                one = _one(o, ins, roots, flat, internal)
                 if one is MISS:
                     return MISS
                 items.append(one)
@@ -108,7 +114,7 @@ def template_of(out: Any, ins: list[_Tensor], before: list[int]) -> Any:
     return MISS
 
 
-def _one(o: _Tensor, ins: list[_Tensor], roots: list[_Tensor]) -> Any:
+def _one(o: _Tensor, ins: list[_Tensor], roots: list[_Tensor], flat: bool, internal: list[Any]) -> Any:
     if not o.is_meta or o.layout != _STRIDED or o.is_complex() or o.requires_grad:
         return MISS
     for i, t in enumerate(ins):
@@ -122,7 +128,10 @@ def _one(o: _Tensor, ins: list[_Tensor], roots: list[_Tensor]) -> Any:
                 if ins[i].dtype != dtype:
                     return MISS
                 return ("view", i, shape, stride, offset)
-        return MISS
+        if not flat or offset != 0 or any(b is base for b in internal):
+            return MISS
+        internal.append(base)  # a view of a tensor the op made itself: a new tensor to the caller
+        return ("new", shape, stride, dtype)
     if offset != 0:
         return MISS
     return ("new", shape, stride, dtype)

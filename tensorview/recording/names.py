@@ -56,6 +56,12 @@ def _compute(func: Any) -> str:
             name = full.rsplit(".", 2)[-2] if full.count(".") >= 2 else name
         except Exception:
             name = "getattr"
+    return clean_name(name)
+
+
+def clean_name(name: str) -> str:
+    """The display name of an op called ``name``: ``__iadd__`` -> ``add_``, ``__radd__``
+    -> ``add``, ``__and__`` -> ``and``."""
     if name.startswith("__") and name.endswith("__") and len(name) > 4:
         core = name[2:-2]
         if core in _INPLACE_DUNDERS:

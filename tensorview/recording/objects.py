@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -174,9 +173,14 @@ def _attributes(obj: Any, slots: tuple[str, ...]) -> list[tuple[str, Any]]:
     return items
 
 
-@functools.cache
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
 def _slot_names(t: type) -> tuple[str, ...]:
     """The ``__slots__`` of ``t`` and its bases (private names mangled)."""
+    hit = _SLOTS.get(t)
+    if hit is not None:
+        return hit
     names: list[str] = []
     for cls in t.__mro__:
         slots = cls.__dict__.get("__slots__", ())
@@ -186,7 +190,8 @@ def _slot_names(t: type) -> tuple[str, ...]:
             if name.startswith("__") and not name.endswith("__"):
                 name = f"_{cls.__name__.lstrip('_')}{name}"
             names.append(name)
-    return tuple(names)
+    out = _SLOTS[t] = tuple(names)
+    return out
 
 
 def slot_items(obj: Any) -> list[tuple[str, Any]]:

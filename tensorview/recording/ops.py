@@ -207,7 +207,7 @@ class OpRecorder(MethodScope):
                 return self._run(func, args, kwargs, None, fn)
             before = [version(t) for t in ins]
             out = self._run(func, args, kwargs, None, fn)
-            cache[key] = template_of(out, ins, before)
+            cache[key] = template_of(out, ins, before, flat=_flat(args, kwargs))
             if self.probes is not None:
                 self.meta_memos[key] = self._memos
             return out
@@ -273,3 +273,18 @@ class OpRecorder(MethodScope):
         base = fn.name + "_out" if i == 0 else f"{fn.name}_out{i}"
         node = self.new_tensor(o, base, "intermediate", self.scope(), producer=fn.id)
         return self.bind(o, node)
+
+
+def _flat(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """No tensor lies deeper than one list or tuple in the call's arguments (so ``_op``
+    collected every tensor argument)."""
+    for a in (*args, *kwargs.values()):
+        if type(a) in (list, tuple) and any(
+            type(b) in (list, tuple, dict)
+            and any(isinstance(c, _Tensor) for c in (b.values() if type(b) is dict else b))
+            for b in a
+        ):
+            return False
+        if type(a) is dict:
+            return False
+    return True

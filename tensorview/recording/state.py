@@ -56,20 +56,15 @@ class SessionState:
         self.meta_hits = 0
         self.device = torch.device(device) if device is not None else None
         self.builder = GraphBuilder()
+        #: one tuple object per distinct shape (nodes share them)
+        self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
         self.graph = self.builder.graph
         self.thread = threading.get_ident()
         self.running = False  # inside the root call
         self.done = False  # the root call has finished (later calls run unrecorded)
         self.stack: list[Frame] = []
         self.failure: tuple[str, str] | None = None  # (module path, op) where the forward raised
-        self.module_names: dict[int, str] = {}
-        self.param_names: dict[int, tuple[str, str]] = {}
-        for name, m in model.named_modules(remove_duplicate=False):
-            self.module_names.setdefault(id(m), name)
-        for name, p in model.named_parameters(remove_duplicate=False):
-            self.param_names.setdefault(id(p), (name, PARAM_ROLE))
-        for name, b in model.named_buffers(remove_duplicate=False):
-            self.param_names.setdefault(id(b), (name, BUFFER_ROLE))
+        self.module_names, self.param_names = model_names(model)
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
         # (parameters, buffers, constants, foreign subclasses); the strong reference keeps
         # the id valid for the session's life only
@@ -103,10 +98,12 @@ class SessionState:
         producer: int | None = None,
     ) -> TensorNode:
         """A node for (this version of) ``t``, made inside ``scope``."""
+        shape = shape_of(t)
+        shape = self.shapes.setdefault(shape, shape)
         return self.builder.add_tensor(
             base,
             scope,
-            shape_of(t),
+            shape,
             dtype_name(t.dtype),
             device_name(t.device),
             role,
@@ -114,6 +111,30 @@ class SessionState:
             source_name=source_name,
             producer=producer,
         )
+
+
+def model_names(model: nn.Module) -> tuple[dict[int, str], dict[int, tuple[str, str]]]:
+    """``id(module) -> qualified name`` and ``id(tensor) -> (qualified name, role)`` for the
+    parameters and buffers, the first name of each object in ``named_modules`` order
+    (``remove_duplicate=False``), parameters before buffers: one pre-order walk instead of
+    ``named_modules``/``named_parameters``/``named_buffers`` (nested generators, each
+    O(depth) per module)."""
+    modules: dict[int, str] = {}
+    params: dict[int, tuple[str, str]] = {}
+    buffers: dict[int, tuple[str, str]] = {}
+    stack: list[tuple[str, nn.Module]] = [("", model)]
+    while stack:
+        name, m = stack.pop()
+        modules.setdefault(id(m), name)
+        prefix = name + "." if name else ""
+        for k, p in m._parameters.items():
+            if p is not None:
+                params.setdefault(id(p), (prefix + k, PARAM_ROLE))
+        for k, b in m._buffers.items():
+            if b is not None:
+                buffers.setdefault(id(b), (prefix + k, BUFFER_ROLE))
+        stack.extend((prefix + k, c) for k, c in reversed(m._modules.items()) if c is not None)
+    return modules, {**buffers, **params}
 
 
 def recorded_alias(t: torch.Tensor, node: TensorNode) -> RecorderTensor:

@@ -11,6 +11,7 @@ from .labels import fmt_value, label_lines, node_label
 from .node_link import JsonRenderer
 from .options import GRAPH_DIRS, LAYOUTS, RENDER_OPTION_NAMES, RenderOptions
 from .style import GraphvizStyler
+from .themes import STYLES, DarkStyler, PaperStyler, styler_for
 
 __all__ = [
     "BOUNDED_LAYOUT",
@@ -18,11 +19,14 @@ __all__ = [
     "INSTALL_HINT",
     "LAYOUTS",
     "RENDER_OPTION_NAMES",
+    "STYLES",
+    "DarkStyler",
     "DotRenderer",
     "Drawing",
     "Format",
     "GraphvizStyler",
     "JsonRenderer",
+    "PaperStyler",
     "RenderOptions",
     "Renderer",
     "attr_list",
@@ -37,4 +41,5 @@ __all__ = [
     "register",
     "render_digraph",
     "run_dot",
+    "styler_for",
 ]

@@ -38,6 +38,14 @@ class GraphvizStyler:
         self.node_defaults: dict[str, Any] = {**self.node_attr, **node_defaults}
         self.user_defaults = frozenset(node_defaults)
 
+    @staticmethod
+    def preset(style: str, **node_defaults: Any) -> GraphvizStyler:
+        """A styler of a named look: ``"default"``, ``"paper"`` (print: serif, grayscale-safe,
+        thin lines) or ``"dark"`` (dark notebooks); see render/themes.py."""
+        from .themes import styler_for
+
+        return styler_for(style, **node_defaults)
+
     def style_graph(self, view: View) -> dict[str, Any]:
         """Graph attributes (``splines`` and the like); they win over ``rankdir``, which
         comes from ``RenderOptions.graph_dir``."""
