@@ -49,7 +49,7 @@ class RootBoundary(ModuleScope):
             out = call(module, *args, **kwargs)
             with _Disable():
                 self.close_methods(failed=False)
-                out = self.leave(root, out)
+                out = self.leave(root, out, self.stack[-1])
                 out = self._unwrap_outputs(out)
             # an op or call that raised but was caught inside forward stays marked failed,
             # but the forward as a whole succeeded
@@ -74,7 +74,7 @@ class RootBoundary(ModuleScope):
             self.stack.clear()
             self.sources.clear()
             self.mutations.clear()
-            self.pending.clear()
+            self.leaky.clear()
             # what only recording needed: a kept Recorder holds the graph and little else
             self.module_names.clear()
             self.param_names.clear()

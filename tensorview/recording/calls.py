@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from ..graph import SOURCE_ROLES, ModuleNode, TensorNode
-from .objects import Walk
+from .objects import Walk, visit
 from .ops import OpRecorder
 from .state import Frame, recorded_alias
 from .tensor import RecorderTensor
@@ -77,56 +77,50 @@ class ModuleScope(OpRecorder):
                 self.failure = (path, "")
             raise
         finally:
-            self.pop_frame(frame, failed=not ok)
+            stack = self.stack
+            if stack[-1] is frame:
+                stack.pop()
+            else:  # method calls still open inside it
+                self.pop_frame(frame, failed=not ok)
             if probes is not None:
                 probes.exit_call(m)
         with _Disable():
-            return self.leave(m, out, frame.objects)
+            return self.leave(m, out, frame)
 
     def _enter_args(
         self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Edges from every tensor argument into the module call; tensors not recorded yet
         (parameters, buffers, constants) become source nodes and enter as RecorderTensors.
-        A tensor held by another object (``ImageList.tensors``) enters when something
-        inside the call first uses it (``frame.carried``, ``pending``); the objects are
-        kept in ``frame.objects``, to find what the call stores in them."""
+        Objects among the arguments are not walked: a tensor they hold enters the call when
+        something inside reads it (``read_late``)."""
         add_edge = self.builder.add_edge
-        entered: list[int] = []
-        held: list[int] = []
+        caller = self.stack[-1]
+        cid, ckn, leaky, known = caller.node.id, caller.known, self.leaky, frame.known
 
         def enter(t: torch.Tensor) -> torch.Tensor:
             node = self.node_of(t)
-            if self.pending:
-                self.used(node.id)
-            add_edge(node.id, m.id)
-            entered.append(node.id)
+            nid = node.id
+            if (nid < cid or (leaky and node.parent != cid)) and nid not in ckn:
+                self.read_late(node)  # read by the caller to pass it on
+            add_edge(nid, m.id)
+            known.add(nid)
             if type(t) is _RT or type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided:
                 return t
             return recorded_alias(t, node)
 
-        def hold(t: torch.Tensor) -> None:
-            node = self.known_node(t)
-            if node is not None:
-                held.append(node.id)
-
-        walk = Walk()
-        args = tuple(map_tensors(a, enter, objects=hold, walk=walk) for a in args)
+        notes: list[Any] = []  # the objects among the arguments (not walked)
+        args = tuple(map_tensors(a, enter, notes=notes) for a in args)
         if kwargs:
-            kwargs = {k: map_tensors(v, enter, objects=hold, walk=walk) for k, v in kwargs.items()}
-        if walk.roots:
-            frame.objects = walk.roots
-            pending = self.pending
-            carried = frame.carried = [i for i in dict.fromkeys(held) if i not in entered]
-            for i in carried:
-                pending.setdefault(i, []).append((i, m.id))
+            kwargs = {k: map_tensors(v, enter, notes=notes) for k, v in kwargs.items()}
+        frame.objects = bool(notes)
         return args, kwargs
 
-    def leave(self, m: ModuleNode, out: Any, objects: list[Any] | None = None) -> Any:
+    def leave(self, m: ModuleNode, out: Any, frame: Frame | None = None) -> Any:
         """The call ``m`` returned ``out``: edges to its results, in the caller's scope.
         Tensors held by other objects in ``out`` are results when made inside the call;
-        with ``objects`` among its arguments (which it may have filled, as a KV cache),
-        the other tensors made inside it are results when used after it."""
+        with objects among its arguments (``frame.objects``: it may have filled them, as a
+        KV cache), the other tensors made inside it are results when used after it."""
         b = self.builder
         b.end_call(m)
         parent = self.graph.module(m.parent) if m.parent is not None else m
@@ -135,8 +129,13 @@ class ModuleScope(OpRecorder):
         def result(t: torch.Tensor) -> torch.Tensor:
             if type(t) is _RT or id(t) in self.sources:
                 node = self.node_of(t)
-                if self.pending:
-                    self.used(node.id)
+                nid = node.id
+                if (
+                    frame is not None
+                    and (nid < m.id or (self.leaky and node.parent != m.id))
+                    and nid not in frame.known
+                ):
+                    self.read_late(node, frame)  # read by the call to return it
                 if m.id < node.id < m.end and node.role not in SOURCE_ROLES:  # produced inside the call
                     b.add_edge(m.id, node.id)
                     results.add(node.id)
@@ -151,9 +150,14 @@ class ModuleScope(OpRecorder):
             node = self.new_tensor(t, m.name + "_out", "intermediate", parent, producer=m.id)
             return self.bind(t, node)
 
-        out = map_tensors(out, result, objects=self.held_results(m, results))
-        if objects:  # what it stored in objects among its arguments: results once used
-            self.results_when_used(m, results)
+        notes: list[Any] = []  # objects in the return value, walked below
+        out = map_tensors(out, result, notes=notes)
+        if notes:
+            held, walk = self.held_results(m, results), Walk()
+            for o in notes:
+                visit(o, held, False, "", walk)
+        if frame is not None and frame.objects:  # it may have stored results in them
+            self.leaky[m.id] = results
         return out
 
     def held_results(self, m: ModuleNode, results: set[int]) -> Callable[[torch.Tensor], None]:
@@ -168,8 +172,8 @@ class ModuleScope(OpRecorder):
             if node is None or node.role in SOURCE_ROLES or node.id in results or node.parent is None:
                 return
             if node.parent == m.id or m.contains(node.parent):
-                if self.pending:
-                    self.used(node.id)
+                if self.leaky:
+                    self.read_late(node)  # it may have left a leaky call inside this one too
                 b.add_edge(m.id, node.id)
                 results.add(node.id)
 

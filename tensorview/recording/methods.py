@@ -26,8 +26,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..graph import SOURCE_ROLES, ModuleNode, TensorNode
-from .state import Frame, SessionState
+from ..graph import ModuleNode
+from .crossings import Crossings
+from .state import Frame
 
 _Disable = torch._C.DisableTorchFunction
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,9 +41,16 @@ _MAX_FRAMES = 64
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
 
+_FORWARD: dict[type, Any] = {}
+
+
 def _forward_code(module: nn.Module) -> Any:
     """The code object of ``module``'s class's ``forward`` (None if it has none)."""
-    return getattr(getattr(type(module), "forward", None), "__code__", None)
+    cls = type(module)
+    code = _FORWARD.get(cls)
+    if code is None:
+        code = _FORWARD[cls] = getattr(getattr(cls, "forward", None), "__code__", False)
+    return code
 
 
 def _internal(filename: str) -> bool:
@@ -51,7 +59,7 @@ def _internal(filename: str) -> bool:
     return filename.startswith(_TENSORVIEW) or (filename.startswith(_TORCH) and not filename.startswith(_TORCH_MODULES))
 
 
-class MethodScope(SessionState):
+class MethodScope(Crossings):
     #: file name -> whether its code is torch's or tensorview's own (see ``_internal``)
     _files: dict[str, bool] = {}
 
@@ -67,6 +75,13 @@ class MethodScope(SessionState):
         user's code for a torch function called directly or a module call."""
         top = self.stack[-1]
         f: Any = sys._getframe(4)  # sync_methods <- _op <- handle <- __torch_function__ <- user
+        code = None
+        if top.pyframe is None:  # no method call open
+            code = top.code
+            if code is None:
+                code = top.code = _forward_code(top.module)
+            if f.f_code is code:  # right in the running module's forward
+                return
         if f is top.seen:  # the same user frame as the last event: nothing changed
             return
         f = sys._getframe(2)
@@ -81,20 +96,14 @@ class MethodScope(SessionState):
             f = f.f_back
         if f is None or f is top.seen:
             return
-        home = top.home
-        if home is None and top.pyframe is None and f.f_code is _forward_code(top.module):
-            top.home = top.seen = f  # the first event in the running module's forward
-            return
-        if home is not None:  # no method call open (a method call's frame has no home)
+        if code is not None:  # functions (not methods) called from the module's forward
             g: Any = f
-            while g is not home:  # functions (not methods) called from the module's own code
-                code = g.f_code
-                if code.co_argcount and code.co_varnames[0] == "self":
+            while g is not None and g.f_code is not code:
+                c = g.f_code
+                if c.co_argcount and c.co_varnames[0] == "self":
                     break
                 g = g.f_back
-                if g is None:
-                    break
-            else:
+            if g is not None and g.f_code is code:
                 top.seen = f
                 return
         self._resync(f, callee)
@@ -105,15 +114,16 @@ class MethodScope(SessionState):
         while stack[i].pyframe is not None:
             i -= 1
         real = stack[i]
+        real_code = real.code or _forward_code(real.module)
         known = {fr.pyframe: fr.module for fr in stack[i + 1 :]} if i < len(stack) - 1 else {}
         files = self._files
         # frames running methods of other modules, from the event out to the running call
         chain: list[tuple[Any, nn.Module]] = []
         g, n = f, 0
         while g is not None and n < _MAX_FRAMES:
-            if g is real.home:
-                break
             code = g.f_code
+            if code is real_code:  # the running module's forward
+                break
             if (code.co_filename, code.co_name) == _WRAPPER:
                 break
             if code.co_argcount and code.co_varnames[0] == "self":
@@ -121,8 +131,7 @@ class MethodScope(SessionState):
                 if inside is None:
                     inside = files[code.co_filename] = _internal(code.co_filename)
                 s = known[g] if g in known else None if inside else g.f_locals.get("self")
-                if s is real.module:
-                    real.home = g  # the module's own code: later walks stop here at once
+                if s is real.module:  # the running module's own code
                     break
                 if isinstance(s, nn.Module) and s is not callee:
                     if chain and chain[-1][1] is s:
@@ -170,22 +179,9 @@ class MethodScope(SessionState):
         b.end_call(m)
         if failed:
             b.fail_call(m)
-        self.drop_carried(frame)
-        self.results_when_used(m, set())  # its return value passes no hook
+        self.leaky[m.id] = set()  # its return value passes no hook: results are found when read
         if self.probes is not None:
             self.probes.exit_call(m)
-
-    def results_when_used(self, m: ModuleNode, results: set[int]) -> None:
-        """The tensors made inside the ended call ``m`` (but not in ``results``) become its
-        results when used after it: they left it in a way no hook sees (a method's return
-        value, an object among its arguments that it filled, such as a KV cache)."""
-        pending = self.pending
-        nodes = self.graph.nodes
-        mid = m.id
-        for j in range(mid + 1, m.end):
-            t = nodes[j]
-            if type(t) is TensorNode and t.role not in SOURCE_ROLES and j not in results:
-                pending.setdefault(j, []).append((mid, j))
 
     def close_methods(self, failed: bool) -> None:
         """End the method calls above the innermost module call (its forward returned or
@@ -203,18 +199,3 @@ class MethodScope(SessionState):
             if not stack or stack[-1] is not frame:
                 return
         stack.pop()
-        if frame.carried:
-            self.drop_carried(frame)
-
-    def drop_carried(self, frame: Frame) -> None:
-        """Tensors ``frame`` got inside objects and never used: no edge any more."""
-        if not frame.carried:
-            return
-        mid = frame.node.id
-        pending = self.pending
-        for i in frame.carried:
-            edges = pending.get(i)
-            if edges:
-                edges[:] = [e for e in edges if e[1] != mid]
-                if not edges:
-                    del pending[i]

@@ -91,14 +91,14 @@ def _visit(obj: Any, fn: Callable[..., Any], with_path: bool, path: str, walk: W
         return
     if obj is None or depth > MAX_DEPTH or id(obj) in walk.seen:
         return
-    kind, names = _kind(obj)
-    if kind == _SKIP:
+    kind, names = kind_of(obj)
+    if kind == SKIP:
         return
     walk.seen.add(id(obj))
     items: Iterable[tuple[Any, Any]]
-    if kind == _MAP:
+    if kind == MAP:
         items = obj.items()
-    elif kind == _SEQ:
+    elif kind == SEQ:
         items = zip(names or range(len(obj)), obj)
     else:
         if odepth >= MAX_OBJECT_DEPTH:
@@ -115,14 +115,16 @@ def _visit(obj: Any, fn: Callable[..., Any], with_path: bool, path: str, walk: W
             return
 
 
-_SKIP, _SEQ, _MAP, _TREE, _DATA, _PLAIN = range(6)
+SKIP, SEQ, MAP, TREE, DATA, PLAIN = range(6)
 _QUICK = frozenset({int, float, bool, str})
 #: type -> (size of the pytree registry when looked at, kind, field or slot names)
 _KINDS: dict[type, tuple[int, int, tuple[str, ...]]] = {}
 
 
-def _kind(obj: Any) -> tuple[int, tuple[str, ...]]:
-    """How to walk ``obj``, decided once per type (again after a pytree registration)."""
+def kind_of(obj: Any) -> tuple[int, tuple[str, ...]]:
+    """How to walk ``obj`` (``SKIP``, ``SEQ``, ``MAP``, ``DATA``, ``TREE``: another pytree
+    node, ``PLAIN``: another object) and its field or slot names, decided once per type
+    (again after a pytree registration)."""
     t = type(obj)
     n = len(_SUPPORTED)
     hit = _KINDS.get(t)
@@ -130,29 +132,29 @@ def _kind(obj: Any) -> tuple[int, tuple[str, ...]]:
         return hit[1], hit[2]
     names: tuple[str, ...] = ()
     if issubclass(t, dict):
-        kind = _MAP
+        kind = MAP
     elif issubclass(t, (list, tuple)):
-        kind = _SEQ
+        kind = SEQ
         names = tuple(getattr(t, "_fields", ()) or ())
     elif callable(obj) or issubclass(t, _OPAQUE) or issubclass(t, SCALARS):
-        kind = _SKIP
-    elif t in _SUPPORTED:
-        kind = _TREE
+        kind = SKIP
     elif dataclasses.is_dataclass(t):
-        kind, names = _DATA, tuple(f.name for f in dataclasses.fields(t))
+        kind, names = DATA, tuple(f.name for f in dataclasses.fields(t))
+    elif t in _SUPPORTED:
+        kind = TREE
     else:
-        kind, names = _PLAIN, _slot_names(t)
+        kind, names = PLAIN, _slot_names(t)
     _KINDS[t] = (n, kind, names)
     return kind, names
 
 
 def _object_items(obj: Any, kind: int, names: tuple[str, ...]) -> list[tuple[Any, Any]]:
-    if kind == _TREE:
+    if kind == TREE:
         try:
             return pytree_children(_SUPPORTED[type(obj)], obj)[0]
         except Exception:  # a flatten function that fails on this value: walk it as an object
             return _attributes(obj, _slot_names(type(obj)))
-    if kind == _DATA:
+    if kind == DATA:
         return [(k, getattr(obj, k, None)) for k in names]
     return _attributes(obj, names)
 

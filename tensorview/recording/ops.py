@@ -153,11 +153,13 @@ class OpRecorder(MethodScope):
         with _Disable():
             if not self.stack[-1].leaf:
                 self.sync_methods()
-            scope = self.scope()
+            top = self.stack[-1]
+            scope = top.node
             in_nodes = [self.node_of(t) for t in ins]
-            if self.pending:  # a tensor that entered a call inside an object, or left a method call
-                for n in in_nodes:
-                    self.used(n.id)
+            sid, known, leaky = scope.id, top.known, self.leaky
+            for n in in_nodes:  # made before this call, or maybe left a leaky one: crossings.py
+                if (n.id < sid or (leaky and n.parent != sid)) and n.id not in known:
+                    self.read_late(n)
             fn = self.builder.add_function(op_name(func), scope, [n.id for n in in_nodes])
         try:
             if foreign:

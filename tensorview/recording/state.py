@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -32,13 +32,14 @@ class Frame:
     pyframe: Any = None
     #: the innermost Python frame of the last event found to need no change of the stack
     seen: Any = None
-    #: the last Python frame found running the module's own code (its ``forward``)
-    home: Any = None
-    #: ids of the tensor nodes held by objects among the arguments, waiting for their
-    #: first use inside the call (calls.py)
-    carried: list[int] | None = None
-    #: the objects among the arguments (what the call stores in them are its results)
-    objects: list[Any] | None = None
+    #: the code object of the module's ``forward`` (found at the first event inside it)
+    code: Any = None
+    #: ids of the tensor nodes known to be readable in the call without crossing its
+    #: boundary again: its arguments, and tensors checked by ``read_late`` (crossings.py)
+    known: set[int] = field(default_factory=set)
+    #: objects (not lists, tuples, dicts, dataclasses) were among the arguments: the call
+    #: may store results in them (crossings.py)
+    objects: bool = False
 
 
 class SessionState:
@@ -71,16 +72,9 @@ class SessionState:
         self.sources: dict[int, list[Any]] = {}
         # last op that mutated a storage: id(storage owner) -> (owner, function node id)
         self.mutations: dict[int, tuple[torch.Tensor, int]] = {}
-        #: node id -> edges to add when that tensor is next used: into an active call that got
-        #: it inside an object argument, or out of an ended method call that made it
-        self.pending: dict[int, list[tuple[int, int]]] = {}
-
-    def used(self, node_id: int) -> None:
-        """Tensor ``node_id`` is read now (only called while ``pending`` is not empty)."""
-        edges = self.pending.pop(node_id, None)
-        if edges:
-            for s, d in edges:
-                self.builder.add_edge(s, d)
+        #: ended calls whose results may have left where no hook sees (objects among their
+        #: arguments, method calls): call id -> ids of its results so far (crossings.py)
+        self.leaky: dict[int, set[int]] = {}
 
     def scope(self) -> ModuleNode:
         """The module call now executing."""

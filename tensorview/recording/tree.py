@@ -19,11 +19,25 @@ from typing import Any
 
 import torch
 
-from .objects import MAX_DEPTH, SCALARS, Walk, pytree_children, pytree_node, slot_items, visit
+from .objects import (
+    MAP,
+    MAX_DEPTH,
+    PLAIN,
+    SEQ,
+    SKIP,
+    TREE,
+    Walk,
+    kind_of,
+    pytree_children,
+    pytree_node,
+    slot_items,
+    visit,
+)
 
 _Tensor = torch.Tensor
 _MAX_DEPTH = MAX_DEPTH
-_CONTAINERS = (list, tuple, dict)
+#: plain values, never containers (a fast first test)
+_VALUES = frozenset({type(None), bool, int, float, str})
 
 
 def map_tensors(
@@ -33,13 +47,15 @@ def map_tensors(
     with_path: bool = False,
     objects: Callable[..., Any] | None = None,
     walk: Walk | None = None,
+    notes: list[Any] | None = None,
 ) -> Any:
     """Return ``obj`` with each tensor ``t`` replaced by ``fn(t)`` (or ``fn(t, path)`` with
     ``with_path``, where path is ``"0_key"``-style).  Unchanged containers are returned as
     the same object, so the caller's values are never rebuilt or altered needlessly.
     ``objects``: called (like ``fn``) on each tensor held by other objects, which are kept;
-    ``walk``: the bounds of that walk, shared between calls (``walk.roots`` lists the objects)."""
-    return _map(obj, fn, with_path, "", 0, objects, walk)
+    ``walk``: the bounds of that walk, shared between calls (``walk.roots`` lists the objects
+    walked); ``notes``: without ``objects``, the objects met are appended to it."""
+    return _map(obj, fn, with_path, "", 0, objects, walk if objects is not None else notes)
 
 
 def _map(
@@ -49,13 +65,13 @@ def _map(
     path: str,
     depth: int,
     objects: Callable[..., Any] | None,
-    walk: Walk | None,
+    walk: Any,
 ) -> Any:
     if isinstance(obj, _Tensor):
         return fn(obj, path) if with_path else fn(obj)
-    if depth > _MAX_DEPTH or obj is None or isinstance(obj, SCALARS):
-        return obj
     t = type(obj)
+    if t in _VALUES or depth > _MAX_DEPTH:
+        return obj
     sep = "_" if path else ""
     if t is list or t is tuple:
         items = [_map(v, fn, with_path, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in enumerate(obj)]
@@ -63,15 +79,23 @@ def _map(
     if t is dict:
         new = {k: _map(v, fn, with_path, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in obj.items()}
         return obj if all(new[k] is v for k, v in obj.items()) else new
-    is_dataclass = dataclasses.is_dataclass(obj) and not isinstance(obj, type)
-    node = pytree_node(obj)
-    if node is not None and (isinstance(obj, _CONTAINERS) or is_dataclass):
+    kind = kind_of(obj)[0]
+    if kind == SKIP:
+        return obj
+    if kind in (TREE, PLAIN):  # other objects: their tensors are handed over, the object kept
+        if objects is not None:
+            visit(obj, objects, with_path, path, walk or Walk(), depth)
+        elif walk is not None:
+            walk.append(obj)  # ``notes``: noted, not walked
+        return obj
+    node = pytree_node(obj)  # list/tuple/dict subclasses and dataclasses: rebuilt
+    if node is not None:
         children, context = pytree_children(node, obj)
         values = [_map(v, fn, with_path, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in children]
         if all(a is b for a, (_, b) in zip(values, children)):
             return obj
         return node.unflatten_fn(values, context)
-    if isinstance(obj, (list, tuple)):
+    if kind == SEQ:
         keys = getattr(obj, "_fields", None) or range(len(obj))
         items = [_map(v, fn, with_path, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in zip(keys, obj)]
         if all(a is b for a, b in zip(items, obj)):
@@ -82,36 +106,32 @@ def _map(
             return t(items)  # list/tuple subclasses
         except TypeError:
             return t(*items)
-    if isinstance(obj, dict):
+    if kind == MAP:
         new = {k: _map(v, fn, with_path, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in obj.items()}
         if all(new[k] is v for k, v in obj.items()):
             return obj
         try:
-            out = t(**new) if is_dataclass else t(new)
+            out = t(**new) if dataclasses.is_dataclass(t) else t(new)
         except TypeError:
             out = t(new)
         return out
-    if is_dataclass:
-        changes = {}
-        for f in dataclasses.fields(obj):
-            v = getattr(obj, f.name)
-            nv = _map(v, fn, with_path, f"{path}{sep}{f.name}", depth + 1, objects, walk)
-            if nv is not v:
-                changes[f.name] = nv
-        if not changes:
-            return obj
-        try:
-            return dataclasses.replace(obj, **changes)
-        except (TypeError, ValueError):
-            import copy
+    changes = {}  # a dataclass
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        nv = _map(v, fn, with_path, f"{path}{sep}{f.name}", depth + 1, objects, walk)
+        if nv is not v:
+            changes[f.name] = nv
+    if not changes:
+        return obj
+    try:
+        return dataclasses.replace(obj, **changes)
+    except (TypeError, ValueError):
+        import copy
 
-            new_obj = copy.copy(obj)
-            for k, v in changes.items():
-                object.__setattr__(new_obj, k, v)
-            return new_obj
-    if objects is not None:  # any other object: its tensors are handed over, the object kept
-        visit(obj, objects, with_path, path, walk or Walk(), depth)
-    return obj
+        new_obj = copy.copy(obj)
+        for k, v in changes.items():
+            object.__setattr__(new_obj, k, v)
+        return new_obj
 
 
 _ATOMS = (str, bytes, int, float, bool, complex, type(None), type, torch.dtype, torch.device)
