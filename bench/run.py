@@ -32,6 +32,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from models import CASES, Case, deep_mlp  # noqa: E402
+from pictures import measure as measure_pictures  # noqa: E402
+from pictures import targets as picture_targets  # noqa: E402
 
 from tensorview.api import draw_graph  # noqa: E402
 from tensorview.recording import Recorder  # noqa: E402
@@ -505,6 +507,8 @@ def main() -> None:
         rep = repeated_draws()
     cells = table_rows(rows)
     results = targets(rows, lin, mem, rep)
+    if not opts.only or opts.only in "llama3-70b pictures":
+        results += picture_targets(measure_pictures())  # issue 11: readable pictures of the 70B
     total = time.perf_counter() - started
 
     print(text_table(cells))

@@ -15,9 +15,9 @@ from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, choices_error
 from .graph import Graph, ViewOptions, ir_of
 from .importers import import_program, is_program
-from .recording import BaseRecorder, Probe
+from .recording import BaseRecorder, Probe, interrupts
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
-from .recording.placement import as_device, model_device, placed, training_mode
+from .recording.placement import as_device, model_device, placed
 from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
 from .transform import build_view
 
@@ -85,6 +85,7 @@ def draw_graph(
     show_shapes: bool = True,
     show_params: bool = False,
     fold: bool | Literal["auto"] = "auto",
+    open_folds: bool | int = False,
     graph_dir: str = "TB",
     graph_name: str = "model",
     save_graph: bool = False,
@@ -106,7 +107,10 @@ def draw_graph(
     to an option name (``dept=2``) is an ``InvalidInputError`` ("did you mean depth?").
     ``device="meta"`` records models of any size without memory; the caller's model is
     never moved or modified (a meta copy is run instead).  ``mode`` is ``"eval"``,
-    ``"train"`` or ``"same"`` (leave the flags as they are); flags are restored afterwards.
+    ``"train"`` or ``"same"`` (leave the flags as they are); a mode other than the
+    model's, or training mode (where BatchNorm updates its statistics), runs on a copy of
+    the module tree that shares the parameters, so the caller's flags and buffers never
+    change, also not while the call runs.
     The view options have torchview's meanings; change them later with ``graph.view(...)``.
     ``style`` picks a named look: ``"paper"`` (figures: serif, grayscale-safe, thin lines),
     ``"dark"`` (dark notebooks) or ``"default"``.
@@ -132,6 +136,7 @@ def draw_graph(
         show_shapes=show_shapes,
         show_params=show_params,
         fold=fold,
+        open_folds=open_folds,
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
     if program:
@@ -142,8 +147,10 @@ def draw_graph(
         target = dev if dev is not None else model_device(model)
         args, kwargs = make_inputs(input_size, input_data, dtypes, target)
         kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
-        with placed(model, dev) as runnable, training_mode(runnable, mode), torch.no_grad():
-            with Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
+        # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
+        with interrupts.deferred(interrupts.caller_frame()):
+            runnable = placed(model, dev, mode)  # a copy where the mode or buffers would change
+            with torch.no_grad(), Recorder(runnable, device=dev, options=options, render_options=render_options) as rec:
                 runnable(*args, **kwargs)
         graph = rec.graph
     if styler is not None:

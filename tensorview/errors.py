@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import pickle
+import sys
+import types
 from typing import Any
 
 
@@ -24,13 +28,30 @@ class RecordingError(TensorviewError, RuntimeError):
     ``graph`` is the partial graph recorded up to the failure (a ``ComputationGraph``,
     drawable like any other) with the failing module calls and op marked; ``module_path``
     is the path of the innermost module that was executing.  The original exception is
-    chained as ``__cause__``.
+    chained as ``__cause__``.  Made by ``recording_error``, it is also an instance of the
+    original exception's type (``except torch.OutOfMemoryError:`` still works) and keeps
+    its fields (``errno``, ``filename``...) and attributes; it pickles (the partial graph
+    and attributes that do not pickle are left out).
     """
+
+    graph: Any = None
+    module_path: str | None = None
 
     def __init__(self, message: str, *, graph: Any = None, module_path: str | None = None) -> None:
         super().__init__(message)
         self.graph = graph
         self.module_path = module_path
+
+    def __str__(self) -> str:  # the message, also where the original type formats its own
+        args = self.args
+        return args[0] if len(args) == 1 and isinstance(args[0], str) else super().__str__()
+
+    def __reduce__(self) -> Any:
+        d = vars(self)
+        state = {k: v for k, v in d.items() if k not in ("_tv_base", "_tv_fields") and _pickles(v)}
+        fields = {k: v for k, v in d.get("_tv_fields", {}).items() if _pickles(v)}
+        base = d.get("_tv_base")
+        return _rebuild, (base if base is not None and _importable(base) else None, str(self), fields, state)
 
 
 class GraphLintError(TensorviewError, AssertionError):
@@ -44,3 +65,119 @@ class RenderError(TensorviewError, RuntimeError):
 def choices_error(what: str, value: Any, allowed: Any) -> InvalidInputError:
     """``unknown graph_dir: 'XY' (must be one of ['TB', 'LR', 'BT', 'RL'])``."""
     return InvalidInputError(f"unknown {what}: {value!r} (must be one of {sorted(allowed)!r})")
+
+
+def describe(exc: BaseException) -> str:
+    """``TypeName: message`` for any exception: never empty, never raising (``str(exc)``
+    can be empty, or raise)."""
+    name = type(exc).__name__
+    for show in (str, repr):
+        try:
+            text = show(exc)
+        except Exception:  # noqa: BLE001 - an exception that cannot print itself
+            continue
+        if text and text != f"{name}()":
+            return f"{name}: {text}"
+    return f"{name} (no message)"
+
+
+def recording_error(exc: BaseException, message: str, *, graph: Any = None, module_path: str | None = None) -> Any:
+    """A ``RecordingError`` that is also an instance of ``type(exc)``, with ``exc``'s fields
+    and attributes (a plain ``RecordingError`` where Python cannot make one)."""
+    err = _typed(type(exc), message, exc.args, _fields(exc), dict(getattr(exc, "__dict__", {})))
+    err.graph, err.module_path = graph, module_path
+    return err
+
+
+#: what every exception has (args, __cause__...): not fields of a particular type
+_BASE_FIELDS = frozenset(vars(BaseException))
+
+
+def _fields(exc: BaseException) -> dict[str, Any]:
+    """The fields of ``exc``'s builtin types (``OSError.filename``, ``UnicodeError.start``)."""
+    found: dict[str, Any] = {}
+    for c in type(exc).__mro__:
+        if c.__module__ != "builtins":
+            continue
+        for name, d in vars(c).items():
+            if name.startswith("__") or name in _BASE_FIELDS:
+                continue
+            if not isinstance(d, (types.MemberDescriptorType, types.GetSetDescriptorType)):
+                continue
+            with contextlib.suppress(AttributeError):  # unset (BlockingIOError.characters_written)
+                found.setdefault(name, getattr(exc, name))
+    return found
+
+
+_CLASSES: dict[type[BaseException], type[RecordingError]] = {}
+
+
+def _class_for(base: type[BaseException]) -> type[RecordingError]:
+    if issubclass(RecordingError, base):  # RuntimeError, Exception: nothing to add
+        return RecordingError
+    cls = _CLASSES.get(base)
+    if cls is None:
+        name = f"RecordingError[{base.__name__}]"
+        ns = {"__module__": __name__, "__qualname__": name}
+        for bases in ((RecordingError, base), (base, RecordingError)):
+            try:
+                cls = type(name, bases, ns)
+                break
+            except TypeError:  # no consistent MRO or layout, or not subclassable
+                continue
+        else:
+            cls = RecordingError
+        _CLASSES[base] = cls
+    return cls
+
+
+def _typed(
+    base: type[BaseException], message: str, args: tuple[Any, ...], fields: dict[str, Any], state: dict[str, Any]
+) -> Any:
+    cls = _class_for(base)
+    err: Any = None
+    if cls is not RecordingError:
+        # made by the nearest builtin type, as the original was, then given its fields
+        builtin: Any = next(c for c in base.__mro__ if c.__module__ == "builtins")
+        for new_args in (args, (message,), ()):
+            try:
+                err = builtin.__new__(cls, *new_args)
+                builtin.__init__(err, *new_args)
+                break
+            except Exception:  # noqa: BLE001 - the type wants other arguments: try fewer
+                err = None
+    if err is None:
+        return RecordingError(message)
+    for name, value in fields.items():
+        with contextlib.suppress(AttributeError, TypeError):  # read-only
+            setattr(err, name, value)
+    err.__dict__.update(state)
+    err._tv_base, err._tv_args, err._tv_fields = base, args, fields
+    err.args = (message,)
+    return err
+
+
+def _rebuild(base: type[BaseException] | None, message: str, fields: dict[str, Any], state: dict[str, Any]) -> Any:
+    """Unpickle a ``RecordingError`` (see ``RecordingError.__reduce__``)."""
+    if base is None:
+        err = RecordingError(message)
+    else:
+        err = _typed(base, message, state.pop("_tv_args", ()), fields, {})
+    err.__dict__.update(state)
+    return err
+
+
+def _pickles(value: Any) -> bool:
+    try:
+        pickle.dumps(value)
+    except Exception:  # noqa: BLE001 - whatever pickle cannot take is left out
+        return False
+    return True
+
+
+def _importable(cls: type) -> bool:
+    """Whether pickle can find ``cls`` by name (a class defined in a function cannot)."""
+    obj: Any = sys.modules.get(cls.__module__)
+    for part in cls.__qualname__.split("."):
+        obj = getattr(obj, part, None)
+    return obj is cls

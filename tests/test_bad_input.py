@@ -249,7 +249,8 @@ class KwargsOnly(nn.Module):
         self.seen: dict[str, Any] = {}
 
     def forward(self, input_ids: torch.Tensor, **kwargs: Any) -> torch.Tensor:
-        self.seen = dict(kwargs)
+        self.seen.clear()  # in place: draw_graph runs a copy of the module tree, sharing this dict
+        self.seen.update(kwargs)
         return self.fc(input_ids)
 
 

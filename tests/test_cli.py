@@ -172,7 +172,8 @@ def test_file_target(runs: dict[str, Run]) -> None:
         sys.path.remove(str(run.folder / "proj"))
     drawn = svg_nodes(run.folder / "file.svg")
     assert sorted(drawn) == sorted(n.name for n in expected.get_view().nodes)
-    assert {"stem", "body_0_0", "body_2_0"} <= set(drawn)  # width/depth from --kwargs reached the factory
+    # depth=3 from --kwargs reached the factory: the three blocks fold into one x3 box
+    assert {"stem", "body_0"} <= set(drawn) and "×3" in (run.folder / "file.svg").read_text()
     assert 'id="clust' in (run.folder / "file.svg").read_text()  # --expand-nested drew module boxes
 
 

@@ -84,7 +84,7 @@ VIEWS = [
     (["--depth", "1"], {"depth": 1}),
     (["--depth", "2", "--expand-nested"], {"depth": 2, "expand_nested": True}),
     (["--roll"], {"roll": True}),
-    (["--fold", "true"], {"fold": True}),
+    (["--fold", "false"], {"fold": False}),  # "auto" folds the repeats already
     (["--show-params", "--no-shapes"], {"show_params": True, "show_shapes": False}),
     (
         ["--show-inner-tensors", "--show-module-functions"],

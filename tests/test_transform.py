@@ -203,7 +203,9 @@ def test_fold_turns_identical_runs_into_one_box() -> None:
         ("layers_0", "relu", 1),
         ("relu", "relu_out", 1),
     ]
-    assert view(g).names() == view(g, fold=False).names()  # "auto": small graphs stay unfolded
+    # "auto" folds runs of 3 or more repeats whatever the size, but not runs of 2
+    assert view(g).names() == v.names()
+    assert view(stack(2)).names() == view(stack(2), fold=False).names()
 
 
 def test_fold_auto_folds_big_graphs() -> None:

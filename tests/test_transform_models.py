@@ -33,8 +33,8 @@ def record(model: nn.Module, *args: Any, **kwargs: Any) -> ComputationGraph:
 def check(v: View) -> View:
     v.lint()
     g = v.graph
-    # every graph input and output tensor is drawn
-    drawn = {n.id for n in v.nodes}
+    # every graph input and output tensor is drawn (outputs of one field as one node)
+    drawn = {n.id for n in v.nodes} | {t for n in v.nodes for t in n.group}
     for t in g.inputs + g.outputs:
         node = g.nodes[t]
         while node.id not in drawn and node.copy_of is not None:  # type: ignore[attr-defined]
@@ -51,6 +51,9 @@ def test_every_zoo_model_gives_consistent_views(name: str) -> None:
     cg = record(model, *args, **kwargs)
     for kw in COMBOS:
         check(build_view(cg.graph, ViewOptions(**kw)))  # type: ignore[arg-type]
+    for depth, hide, roll in itertools.product((1, 9), (True, False), (False, True)):
+        opts = ViewOptions(depth=depth, hide_inner_tensors=hide, roll=roll, fold=True, open_folds=True)
+        check(build_view(cg.graph, opts))
     assert cg.source.startswith("digraph")
 
 

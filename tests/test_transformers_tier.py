@@ -29,6 +29,9 @@ from torch import nn
 
 from tensorview.graph import Graph
 from tensorview.recording import Recorder
+from tensorview.transform import ViewOptions, build_view
+
+from .test_transform_models import check as check_view
 
 Inputs = Callable[[str], dict[str, torch.Tensor]]
 
@@ -352,6 +355,17 @@ def check_structure(arch: Arch, g: Graph, calls: list[str], inputs: dict[str, to
     assert any(first_layer.contains(f.id) for f in g.functions()), f"{arch.layers[0]} records no op"
     # no recorder tensor leaks out of the block, not even through a cache object
     assert {type(t) for t in everything} == {torch.Tensor}
+    # every output is named after where forward returned it
+    assert all(g.nodes[i].source_name for i in g.outputs)  # type: ignore[union-attr]
+    # where the layers fold (fold=True: two of them), they draw consistently with one opened
+    for kw in (
+        {"depth": 1},
+        {"depth": 3, "expand_nested": True},
+        {"depth": 9, "hide_inner_tensors": False, "roll": True},
+    ):
+        closed = check_view(build_view(g, ViewOptions(fold=True, **kw)))  # type: ignore[arg-type]
+        v = check_view(build_view(g, ViewOptions(fold=True, open_folds=True, **kw)))  # type: ignore[arg-type]
+        assert any(c.members for c in v.clusters) == any(n.members for n in closed.nodes), kw
 
 
 def main_output(out: Any) -> torch.Tensor:

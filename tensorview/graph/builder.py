@@ -143,10 +143,15 @@ class GraphBuilder:
         if g.root is not None:
             g.edges.add(t.id, g.root)
 
-    def mark_output(self, t: TensorNode) -> None:
-        """``t`` is returned by the root call (listed once, in return order)."""
+    def mark_output(self, t: TensorNode, name: str | None = None, field: str | None = None) -> None:
+        """``t`` is returned by the root call (listed once, in return order); ``name``: where
+        in the returned value (its ``source_name`` unless it has one, as inputs and
+        parameters do), ``field``: the top-level part of the returned value holding it."""
         if t.role == "intermediate":
             t.role = "output"
+        if name is not None and t.source_name is None:
+            t.source_name = name
+            t.field = field
         if t.id not in self.graph.outputs:
             self.graph.outputs.append(t.id)
 
@@ -272,11 +277,13 @@ class GraphBuilder:
             c.returns(self.op(op or cls.lower(), *args, shape=shape))
         return c.outputs[0]
 
-    def output(self, *tensors: int) -> None:
-        """The root call returns ``tensors``."""
-        for t in tensors:
+    def output(self, *tensors: int, field: str | None = None) -> None:
+        """The root call returns ``tensors``; with ``field``, as that key of a returned dict
+        (a list of them, ``field[i]``, when several)."""
+        for i, t in enumerate(tensors):
             self.add_edge(self.stack[0].id, t)
-            self.mark_output(self.graph.tensor(t))
+            name = field if field is None or len(tensors) == 1 else f"{field}[{i}]"
+            self.mark_output(self.graph.tensor(t), name, field)
 
     def finish(self, *, lint: bool = True) -> Graph:
         """Close the calls still open and return the graph (linted unless ``lint=False``)."""

@@ -59,8 +59,14 @@ class TensorNode(BaseNode):
     role: str
     #: id of the outer tensor this node stands for (a module's pass-through result)
     copy_of: int | None = None
-    #: qualified name for parameters/buffers (``layer1.0.conv1.weight``), argument name for inputs
+    #: qualified name for parameters/buffers (``layer1.0.conv1.weight``), argument name for
+    #: inputs, where in the returned value for outputs (``logits``, ``output[0]``,
+    #: ``past_key_values.layers[3].keys``)
     source_name: str | None = None
+    #: outputs: the top-level part of the returned value holding this tensor (a dict key or
+    #: dataclass field such as ``past_key_values``, ``output[i]`` for the i-th element of a
+    #: returned tuple, ``output`` for a returned tensor); the view draws one node per field
+    field: str | None = None
 
     @property
     def is_param(self) -> bool:

@@ -54,6 +54,8 @@ def node_record(g: Graph, node: Node) -> dict[str, Any]:
             rec["copy_of"] = node.copy_of
             if node.source_name is not None:
                 rec["source_name"] = node.source_name
+            if node.field is not None:
+                rec["field"] = node.field
         case FunctionNode() | ModuleNode():
             ins = g.input_tensors(node.id)
             outs = g.output_tensors(node.id)

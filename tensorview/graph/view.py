@@ -32,9 +32,11 @@ class ViewOptions:
     containers still open).  ``roll``: merge repeated calls of one module path.
     ``show_shapes``: shapes on the nodes.  ``show_params``: parameter and buffer nodes.
     ``fold``: fold runs of identical consecutive sibling calls into one box
-    (``True``/``False``/``"auto"``: only when more than ``FOLD_AUTO_THRESHOLD`` nodes
-    would be visible).  How the view is drawn (direction, name, layout) is a
-    ``RenderOptions`` of the renderer.
+    (``True``/``False``/``"auto"``: runs of at least ``FOLD_AUTO_REPEATS`` repeats, and
+    every run when more than ``FOLD_AUTO_THRESHOLD`` nodes would still be visible).
+    ``open_folds``: draw each fold as a box around one of its repeats, opened (``True``:
+    the first; an int ``i``: the ``i``-th, negative from the end), instead of a closed box.
+    How the view is drawn (direction, name, layout) is a ``RenderOptions`` of the renderer.
     """
 
     depth: int = 3
@@ -45,6 +47,7 @@ class ViewOptions:
     show_shapes: bool = True
     show_params: bool = False
     fold: Fold = "auto"
+    open_folds: bool | int = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.depth, (bool, int)) and hasattr(type(self.depth), "__index__"):
@@ -67,6 +70,20 @@ class ViewOptions:
                 raise InvalidTypeError(f"{name} must be True or False, got {value!r}")
         if not any(self.fold is f or (isinstance(f, str) and self.fold == f) for f in FOLDS):
             raise InvalidInputError(f"unknown fold: {self.fold!r} (must be one of [True, False, 'auto'])")
+        if not isinstance(self.open_folds, int) and hasattr(type(self.open_folds), "__index__"):
+            with contextlib.suppress(TypeError):
+                object.__setattr__(self, "open_folds", operator.index(self.open_folds))
+        if not isinstance(self.open_folds, int):
+            raise InvalidTypeError(
+                f"open_folds must be True, False or the index of the repeat to open, got {self.open_folds!r}"
+            )
+
+    @property
+    def open_repeat(self) -> int | None:
+        """Which repeat of a fold is drawn opened (``None``: folds are closed boxes)."""
+        if self.open_folds is False:
+            return None
+        return 0 if self.open_folds is True else int(self.open_folds)
 
     def replace(self, **changes: Any) -> ViewOptions:
         """A copy with ``changes``; an unknown option name is an ``InvalidInputError``."""
@@ -86,11 +103,27 @@ class ViewNode:
     ``calls``: how many calls were rolled into this node (``roll=True``); ``members``:
     the module calls folded into this box (``fold``), first to last, else empty;
     ``period``: how many calls make one repeated group of the fold.
-    ``cluster``: id of the innermost opened module drawn around it (``expand_nested``).
+    ``cluster``: id of the innermost cluster drawn around it (an opened module with
+    ``expand_nested``, an opened fold with ``open_folds``).
     ``index``: position in the view's execution order (0-based).
+    ``group``: for a node standing for several outputs of one field of the returned value
+    (``past_key_values``: 80 × 2 tensors), their tensor ids in return order, else empty.
     """
 
-    __slots__ = ("id", "ir", "kind", "order", "index", "cluster", "calls", "members", "period", "is_input", "is_output")
+    __slots__ = (
+        "id",
+        "ir",
+        "kind",
+        "order",
+        "index",
+        "cluster",
+        "calls",
+        "members",
+        "period",
+        "group",
+        "is_input",
+        "is_output",
+    )
 
     def __init__(self, ir: Node, cluster: int | None = None) -> None:
         self.id = ir.id
@@ -102,6 +135,7 @@ class ViewNode:
         self.calls = 1
         self.members: tuple[int, ...] = ()
         self.period = 1  # calls per repeated group of a fold (2 for Linear, ReLU, Linear, ReLU...)
+        self.group: tuple[int, ...] = ()
         self.is_input = False
         self.is_output = False
 
@@ -134,19 +168,59 @@ class ViewEdge:
 
 
 class Cluster:
-    """An opened module call drawn as a dashed box around its contents."""
+    """An opened module call drawn as a dashed box around its contents, or an opened fold
+    (``open_folds``): a box around one repeat of the fold, drawn opened, that stands for
+    all of them.  For a fold, ``ir`` is the first call of the repeat drawn, ``members``
+    the calls folded (first to last), ``period`` the calls per repeat and ``shown`` the
+    index of the repeat drawn; ``members`` is empty for a plain opened module."""
 
-    __slots__ = ("id", "ir", "parent", "order")
+    __slots__ = ("id", "ir", "parent", "order", "members", "period", "shown", "graph")
 
-    def __init__(self, ir: ModuleNode, parent: int | None) -> None:
+    def __init__(
+        self,
+        ir: ModuleNode,
+        parent: int | None,
+        members: tuple[int, ...] = (),
+        period: int = 1,
+        shown: int = 0,
+        graph: Graph | None = None,
+    ) -> None:
         self.id = ir.id
         self.ir = ir
         self.parent = parent  # enclosing cluster id, None at top level
         self.order = ir.id
+        self.members = members
+        self.period = period
+        self.shown = shown
+        self.graph = graph  # the recording, for a fold's member paths
+
+    @property
+    def folded(self) -> int:
+        """How many repeats this cluster stands for (1 unless it is a fold)."""
+        return len(self.members) // self.period or 1
 
     @property
     def label(self) -> str:
+        if self.members and self.graph is not None:
+            return fold_title(self.graph, self.members, self.period)
         return f"{self.ir.call_name}: {self.ir.cls_name}"
+
+
+def fold_title(g: Graph, members: tuple[int, ...], period: int) -> str:
+    """``layers.0–79: LlamaDecoderLayer ×80`` (``0–11: Linear, ReLU ×6`` for a group)."""
+    paths = [g.module(m).call_name for m in members]
+    cls = ", ".join(g.module(m).cls_name for m in members[:period])
+    return f"{span(paths)}: {cls} ×{len(members) // period or 1}"
+
+
+def span(paths: list[str]) -> str:
+    """``layers.0–79`` for ``layers.0`` ... ``layers.79``; ``a–b`` otherwise."""
+    first, last = paths[0], paths[-1]
+    head, _, a = first.rpartition(".")
+    head2, _, b = last.rpartition(".")
+    if head == head2 and a.isdigit() and b.isdigit():
+        return f"{head}.{a}–{b}" if head else f"{a}–{b}"
+    return f"{first}–{last}"
 
 
 class View:

@@ -13,15 +13,19 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from . import interrupts
 from .calls import ModuleScope
 from .optable import MODULE_ATTRS, version
 from .state import Frame
 from .tensor import RecorderTensor
-from .tree import flat_tensors, map_tensors, strip_in_place
+from .tree import flat_tensors, map_tensors, output_names, strip_in_place
 
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
 _RT = RecorderTensor
+#: the thread's torch-function switch (torch >= 2.4), put back when the root call ends
+_get_tf_state: Any = getattr(torch._C, "_get_torch_function_state", None)
+_set_tf_state: Any = getattr(torch._C, "_set_torch_function_state", None)
 
 
 class RootBoundary(ModuleScope):
@@ -38,49 +42,68 @@ class RootBoundary(ModuleScope):
             self.meta_cache = None  # replay is for meta only: keep it off the hot path elsewhere
         with _Disable():
             root = self.new_module(module, "", None)
+        # Ctrl-C is deferred here (interrupts.py) except while the forward itself runs; the
+        # finally undoes whatever of this setup happened, also after an ordinary exception
+        tf_state = _get_tf_state() if _get_tf_state is not None else None
         self.stack.append(Frame(module, root, leaf=not module._modules))
         self.running = True
-        if self.probes is not None:
-            self.probes.start(root, module)
-        self._mode.__enter__()
         try:
+            if self.probes is not None:
+                self.probes.start(root, module)
+            self._mode.__enter__()
             with _Disable():
                 args, kwargs = self._wrap_inputs(module, args, kwargs)
+            interrupts.allow()
             out = call(module, *args, **kwargs)
+            interrupts.block()
             with _Disable():
                 self.close_methods(failed=False)
                 out = self.leave(root, out, self.stack[-1])
                 out = self._unwrap_outputs(out)
             # an op or call that raised but was caught inside forward stays marked failed,
             # but the forward as a whole succeeded
-            self.failure = None
-        except BaseException:
+            self.failure = self.failure_exc = None
+        except BaseException as e:
+            interrupts.block()
             with _Disable():
                 self.close_methods(failed=True)
             self.builder.fail_call(root)
-            if self.failure is None:
-                self.failure = ("", "")
+            self.failed(e, "", "")
             raise
         finally:
-            self._mode.__exit__(None, None, None)
-            if self.probes is not None:
-                self.probes.stop()
-                for name, values in self.probes.layers().items():
-                    self.graph.annotations.set(name, values)
-            with _Disable():
-                self._strip_escaped(module, args, kwargs)
-            self.running = False
-            self.done = True
-            self.stack.clear()
-            self.sources.clear()
-            self.mutations.clear()
-            self.leaky.clear()
-            # what only recording needed: a kept Recorder holds the graph and little else
-            self.module_names.clear()
-            self.param_names.clear()
-            self.shapes.clear()
-            self.builder.close()
+            interrupts.block()
+            if tf_state is not None:  # a `with _Disable()` left by an interrupt in our code
+                _set_tf_state(tf_state)
+            self._pop_mode()
+            try:
+                if self.probes is not None:
+                    self.probes.stop()
+                    for name, values in self.probes.layers().items():
+                        self.graph.annotations.set(name, values)
+            finally:
+                with _Disable():
+                    self._strip_escaped(module, args, kwargs)
+                self.running = False
+                self.done = True
+                self.stack.clear()
+                self.sources.clear()
+                self.mutations.clear()
+                self.leaky.clear()
+                # what only recording needed: a kept Recorder holds the graph and little else
+                self.module_names.clear()
+                self.param_names.clear()
+                self.shapes.clear()
+                self.builder.close()
         return out
+
+    def _pop_mode(self) -> None:
+        """Take our mode off the stack, with any a failed forward left above it."""
+        depth = torch._C._len_torch_function_stack()
+        for i in range(depth - 1, -1, -1):
+            if torch._C._get_function_stack_at(i) is self._mode:
+                for _ in range(depth - i):
+                    torch._C._pop_torch_function_stack()
+                return
 
     def _strip_escaped(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """No RecorderTensor may outlive the recording: not in a cache object the caller
@@ -153,8 +176,10 @@ class RootBoundary(ModuleScope):
         return tuple(new_args), new_kwargs
 
     def _unwrap_outputs(self, out: Any) -> Any:
+        names = output_names(out)  # where each tensor is in what forward returned
+
         def unwrap(t: torch.Tensor) -> torch.Tensor:
-            self.builder.mark_output(self.node_of(t))
+            self.builder.mark_output(self.node_of(t), *names.get(id(t), (None, None)))
             return t.as_subclass(_Tensor) if type(t) is _RT else t
 
         out = map_tensors(out, unwrap)

@@ -71,10 +71,9 @@ class ModuleScope(OpRecorder):
         try:
             out = call(module, *args, **kwargs)
             ok = True
-        except BaseException:
+        except BaseException as e:
             self.builder.fail_call(m)
-            if self.failure is None:
-                self.failure = (path, "")
+            self.failed(e, path, "")
             raise
         finally:
             stack = self.stack
@@ -97,6 +96,7 @@ class ModuleScope(OpRecorder):
         add_edge = self.builder.add_edge
         caller = self.stack[-1]
         cid, ckn, leaky, known = caller.node.id, caller.known, self.leaky, frame.known
+        token = self.token
 
         def enter(t: torch.Tensor) -> torch.Tensor:
             node = self.node_of(t)
@@ -105,9 +105,9 @@ class ModuleScope(OpRecorder):
                 self.read_late(node)  # read by the caller to pass it on
             add_edge(nid, m.id)
             known.add(nid)
-            if type(t) is _RT or type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided:
-                return t
-            return recorded_alias(t, node)
+            if type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided:
+                return t  # ours already, a stale one (tracked as a source) or another subclass
+            return recorded_alias(t, node, token)
 
         notes: list[Any] = []  # the objects among the arguments (not walked)
         args = tuple(map_tensors(a, enter, notes=notes) for a in args)
@@ -126,8 +126,10 @@ class ModuleScope(OpRecorder):
         parent = self.graph.module(m.parent) if m.parent is not None else m
         results: set[int] = set()
 
+        token = self.token
+
         def result(t: torch.Tensor) -> torch.Tensor:
-            if type(t) is _RT or id(t) in self.sources:
+            if (type(t) is _RT and t._tv_tok is token) or id(t) in self.sources:
                 node = self.node_of(t)
                 nid = node.id
                 if (
@@ -144,7 +146,7 @@ class ModuleScope(OpRecorder):
                 alias = self.new_tensor(t, m.name + "_out", "intermediate", parent, copy_of=node.id, producer=m.id)
                 plain = t.as_subclass(_Tensor) if type(t) is _RT else t
                 if type(plain) is _Tensor and plain.layout == torch.strided:
-                    return recorded_alias(plain, alias)
+                    return recorded_alias(plain, alias, token)
                 return t
             # a tensor we never saw: made where we could not look (scripted/C++ module)
             node = self.new_tensor(t, m.name + "_out", "intermediate", parent, producer=m.id)
@@ -181,6 +183,6 @@ class ModuleScope(OpRecorder):
 
     def known_node(self, t: torch.Tensor) -> TensorNode | None:
         """The current node of ``t`` if it was seen in this recording (never a new source)."""
-        if (type(t) is _RT and t.__dict__.get("_tv_node") is not None) or id(t) in self.sources:
+        if (type(t) is _RT and t._tv_tok is self.token) or id(t) in self.sources:
             return self.node_of(t)
         return None

@@ -66,24 +66,22 @@ class OpRecorder(MethodScope):
     # -- nodes of tensors -------------------------------------------------------------------
     def bind(self, t: torch.Tensor, node: TensorNode) -> torch.Tensor:
         """Return a RecorderTensor for ``t`` bound to ``node`` (``t`` itself if possible)."""
-        if type(t) is _RT:
+        if type(t) is _RT and t._tv_tok is self.token:
             t._tv_node = node
             t._tv_ver = version(t)
             return t
         if type(t) is _Tensor and t.layout == torch.strided:
-            return recorded_alias(t, node)
-        # parameters, sparse or other subclasses: keep the object, track it on the side
+            return recorded_alias(t, node, self.token)
+        # parameters, sparse or other subclasses, stale RecorderTensors (of an earlier
+        # recording, never rebound): keep the object, track it on the side
         self.sources[id(t)] = [t, node, version(t)]
         return t
 
     def node_of(self, t: torch.Tensor) -> TensorNode:
         """The current node of any tensor met during the forward (creating source nodes)."""
-        if type(t) is _RT:
-            node = t.__dict__.get("_tv_node")
-            if node is None:  # a RecorderTensor we did not make (deepcopy, _make_subclass)
-                node = self.new_tensor(t, "constant", "constant", self.scope())
-                t._tv_node, t._tv_ver = node, version(t)
-            elif t._tv_ver != version(t):
+        if type(t) is _RT and t._tv_tok is self.token:  # else stale, or made by torch: plain
+            node = t._tv_node
+            if t._tv_ver != version(t):
                 node = self._after_foreign_mutation(t, node)
                 t._tv_node, t._tv_ver = node, version(t)
             return node
@@ -132,22 +130,29 @@ class OpRecorder(MethodScope):
         ins: list[torch.Tensor] = []
         recorded = False
         foreign = False
+        stale = False
         sources = self.sources
         params = self.param_names
+        token = self.token
         for a in (*args, *kwargs.values()) if kwargs else args:
             ta = type(a)
             for b in a if ta is list or ta is tuple else (a,):
                 tb = type(b)
-                if tb is _RT:
+                if tb is _RT and b._tv_tok is token:
                     ins.append(b)
                     recorded = True
                 elif isinstance(b, _Tensor):
                     ins.append(b)
                     if id(b) in sources or id(b) in params:
                         recorded = True
-                    if tb not in PLAIN_TYPES:
+                    if tb is _RT:
+                        stale = True
+                    elif tb not in PLAIN_TYPES:
                         foreign = True
         if not recorded:
+            if stale:  # a RecorderTensor of an earlier recording: as a plain tensor
+                with torch._C.DisableTorchFunctionSubclass():
+                    return func(*args, **kwargs)
             return func(*args, **kwargs)
 
         with _Disable():
@@ -169,10 +174,9 @@ class OpRecorder(MethodScope):
                     out = self._run(func, args, kwargs, None, fn) if self.probes else func(*args, **kwargs)
             else:
                 out = self._call_meta_cached(func, args, kwargs, ins, fn)
-        except BaseException:
+        except BaseException as e:
             fn.failed = True
-            if self.failure is None:
-                self.failure = (scope.path, fn.name)
+            self.failed(e, scope.path, fn.name)
             raise
         with _Disable():
             return self._after_op(out, fn, ins, scope)
@@ -243,14 +247,17 @@ class OpRecorder(MethodScope):
         fid = fn.id
         # in-place: an argument whose version counter moved was mutated by this op
         mutated: dict[int, TensorNode] = {}
+        token = self.token
+        t: Any
         for t in ins:
             if id(t) in mutated:
                 continue
             v = version(t)
-            old_v = t._tv_ver if type(t) is _RT else sources[id(t)][2]
+            ours = type(t) is _RT and t._tv_tok is token
+            old_v = t._tv_ver if ours else sources[id(t)][2]
             if v != old_v and v != -1:
                 new = self.new_tensor(t, fn.name + "_out", "intermediate", scope, producer=fid)
-                if type(t) is _RT:
+                if ours:
                     t._tv_node, t._tv_ver = new, v
                 else:
                     sources[id(t)] = [t, new, v]

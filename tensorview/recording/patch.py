@@ -1,10 +1,10 @@
 """Patches that undo themselves.
 
-``Patcher`` records each patch and ``restore()`` undoes them in reverse order (the
-Recorder calls it on exit, also on exceptions and KeyboardInterrupt).  It restores the
-value it found when patching, not a value saved at import time, and leaves an attribute
-alone if somebody else replaced our patch in the meantime (so another tool's later patch
-is never clobbered).
+``SharedPatch`` installs one wrapper for all users and removes it when the last one is
+done (the Recorder releases it on exit, also on exceptions and KeyboardInterrupt).  It
+restores the value it found when patching, not a value saved at import time, and leaves
+the attribute alone if somebody else replaced our patch in the meantime (so another
+tool's later patch is never clobbered).
 """
 
 from __future__ import annotations
@@ -17,55 +17,57 @@ from typing import Any
 _MISSING = object()
 
 
-class Patcher:
-    def __init__(self) -> None:
-        self._undo: list[tuple[Any, str, Any, Any]] = []
-
-    def patch(self, obj: Any, name: str, value: Any) -> None:
-        old = obj.__dict__.get(name, _MISSING) if isinstance(obj, type) else getattr(obj, name, _MISSING)
-        setattr(obj, name, value)
-        self._undo.append((obj, name, old, value))
-
-    def restore(self) -> None:
-        while self._undo:
-            obj, name, old, ours = self._undo.pop()
-            current = obj.__dict__.get(name, _MISSING) if isinstance(obj, type) else getattr(obj, name, _MISSING)
-            if current is not ours:
-                warnings.warn(
-                    f"{getattr(obj, '__name__', obj)}.{name} was replaced by someone else while "
-                    "tensorview was recording; leaving their value in place",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-                continue
-            if old is _MISSING:
-                delattr(obj, name)
-            else:
-                setattr(obj, name, old)
+def unwrap(value: Any) -> Any:
+    """``value`` without the wrappers of ours on top of it (marked ``__tensorview__``, each
+    wrapping ``__wrapped__``): a stale wrapper is never taken for the original."""
+    for _ in range(64):
+        if not getattr(value, "__tensorview__", False) or not hasattr(value, "__wrapped__"):
+            break
+        value = value.__wrapped__
+    return value
 
 
 class SharedPatch:
     """One patch shared by every recorder in the process, installed by the first user and
-    removed by the last (recorders in several threads each count once)."""
+    removed by the last (recorders in several threads each count once).
+
+    ``installed`` is our wrapper while it is in place (a wrapper acts only while it is
+    this one, so one left in another tool's chain is inert), ``original`` what it wraps:
+    never a wrapper of ours, even if one was left installed (see ``unwrap``).  Both steps
+    first change the attribute, then the bookkeeping, so an interruption between them
+    heals at the next use; tensorview also defers Ctrl-C around them (interrupts.py)."""
 
     def __init__(self, obj: Any, name: str, make: Callable[[Any], Any]) -> None:
         self._obj, self._name, self._make = obj, name, make
         self._lock = threading.Lock()
         self._users = 0
-        self._patcher: Patcher | None = None
+        self.installed: Any = None
         self.original: Any = None
 
     def acquire(self) -> None:
         with self._lock:
-            if self._users == 0:
-                self.original = getattr(self._obj, self._name)
-                self._patcher = Patcher()
-                self._patcher.patch(self._obj, self._name, self._make(self.original))
+            if self._users == 0 or self.installed is None:
+                original = unwrap(getattr(self._obj, self._name))
+                wrapper = self._make(original)
+                self.original = original
+                setattr(self._obj, self._name, wrapper)
+                self.installed = wrapper
+                self._users = 0
             self._users += 1
 
     def release(self) -> None:
         with self._lock:
-            self._users -= 1
-            if self._users == 0 and self._patcher is not None:
-                self._patcher.restore()
-                self._patcher = None
+            self._users = max(self._users - 1, 0)
+            if self._users or self.installed is None:
+                return
+            current = self._obj.__dict__.get(self._name, _MISSING)
+            if current is self.installed:
+                setattr(self._obj, self._name, self.original)
+            else:
+                warnings.warn(
+                    f"{getattr(self._obj, '__name__', self._obj)}.{self._name} was replaced by someone else "
+                    "while tensorview was recording; leaving their value in place",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            self.installed = None

@@ -1,9 +1,8 @@
 """Model placement for ``draw_graph``: which device to record on, and running a model
-there (``meta``) or in another mode without touching the caller's model."""
+there (``meta``) or in another mode without touching the caller's model (on a copy)."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from collections.abc import Iterator
 from typing import Any
@@ -12,6 +11,7 @@ import torch
 from torch import nn
 
 from ..errors import InvalidInputError
+from .copies import own_buffers, tree_copy
 from .inputs import summary
 from .optable import MODULE_ATTRS
 from .tree import strip_in_place
@@ -23,14 +23,31 @@ def model_device(model: nn.Module) -> torch.device:
     return torch.device("cpu")
 
 
-@contextlib.contextmanager
-def placed(model: nn.Module, device: torch.device | None) -> Iterator[nn.Module]:
-    """The model to run on ``device``: the model itself when it already lives there,
-    else a copy whose parameters and buffers are on ``device`` (on ``meta`` the copy
-    costs no memory).  The caller's model is never moved or modified."""
-    if device is None or all(t.device == device for t in _tensors(model)):
-        yield model
-        return
+def placed(model: nn.Module, device: torch.device | None, mode: str = "same") -> nn.Module:
+    """The model to run on ``device`` in ``mode`` (``"eval"``, ``"train"`` or ``"same"``).
+
+    The model itself when it already lives there and the mode changes nothing (no flag
+    to flip, no module in training mode, where BatchNorm would update its statistics);
+    else a copy: on another device a deep copy whose parameters and buffers are there (on
+    ``meta`` it costs no memory), on the same device a copy of the module tree sharing
+    the parameters (copies.py), with its own buffers where they would be updated.  The
+    mode is set on the copy.  The caller's model is never moved or modified."""
+    if device is not None and not all(t.device == device for t in _tensors(model)):
+        clone = _moved(model, device)  # its buffers are its own already
+        if mode != "same":
+            clone.train(mode == "train")
+        return clone
+    if mode != "train" and not any(m.training for m in model.modules()):
+        return model
+    clone = tree_copy(model)
+    if mode != "same":
+        clone.train(mode == "train")
+    own_buffers(clone)
+    return clone
+
+
+def _moved(model: nn.Module, device: torch.device) -> nn.Module:
+    """A deep copy of ``model`` with its parameters and buffers on ``device``."""
     if device.type != "meta":
         meta = next((n for n, t in _named_tensors(model) if t.device.type == "meta"), None)
         if meta is not None:
@@ -60,7 +77,7 @@ def placed(model: nn.Module, device: torch.device | None) -> Iterator[nn.Module]
         for k in d.keys() - MODULE_ATTRS:
             if isinstance(d[k], (torch.Tensor, list, tuple, dict)):
                 d[k] = strip_in_place(d[k], lambda t: t.device != device, lambda t: t.to(device), objects=False)
-    yield clone
+    return clone
 
 
 def _tensors(model: nn.Module) -> Iterator[torch.Tensor]:
@@ -71,19 +88,6 @@ def _tensors(model: nn.Module) -> Iterator[torch.Tensor]:
 def _named_tensors(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
     yield from model.named_parameters()
     yield from model.named_buffers()
-
-
-@contextlib.contextmanager
-def training_mode(model: nn.Module, mode: str) -> Iterator[None]:
-    """Set train/eval for the forward and put every module's flag back afterwards."""
-    flags = [(m, m.training) for m in model.modules()]
-    try:
-        if mode != "same":
-            model.train(mode == "train")
-        yield
-    finally:
-        for m, f in flags:
-            m.training = f
 
 
 def as_device(device: Any) -> torch.device | None:
@@ -120,4 +124,4 @@ def _check_available(dev: torch.device, given: Any) -> None:
         )
 
 
-__all__ = ["as_device", "model_device", "placed", "training_mode"]
+__all__ = ["as_device", "model_device", "placed"]

@@ -8,8 +8,9 @@ from typing import Any, Generic, TypeVar
 
 from torch import nn
 
-from ..errors import InvalidTypeError, RecordingError, TensorviewError
+from ..errors import InvalidTypeError, RecordingError, TensorviewError, describe, recording_error
 from ..graph import Graph
+from . import interrupts
 from .inputs import check_model
 from .patch import SharedPatch
 from .probes import Probe
@@ -23,7 +24,7 @@ R = TypeVar("R")
 def _make_call(original: Callable[..., Any]) -> Callable[..., Any]:
     def __call__(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
         session = getattr(_tls, "session", None)
-        if session is None:
+        if session is None or MODULE_CALL.installed is not __call__:  # not recording, or a stale wrapper
             return original(self, *args, **kwargs)
         return session.call_module(original, self, args, kwargs)
 
@@ -63,24 +64,47 @@ class BaseRecorder(Generic[R]):
         self.meta_replay = meta_replay
         self.probes = tuple(probes)
         self._session: Session | None = None
+        self._acquired = False  # holds a share of the nn.Module.__call__ patch
+        self._guard: interrupts.deferred | None = None
 
     def _result(self, graph: Graph) -> R:
         raise NotImplementedError
 
     def __enter__(self) -> BaseRecorder[R]:
-        if current_session() is not None:
-            raise TensorviewError("a Recorder is already active in this thread; recorders do not nest")
-        self._session = Session(self.model, device=self.device, meta_replay=self.meta_replay, probes=self.probes)
-        MODULE_CALL.acquire()
-        _tls.session = self._session
+        # Ctrl-C waits until the recorder is set up, or torn down again (interrupts.py)
+        self._guard = interrupts.deferred(interrupts.caller_frame())
+        self._guard.__enter__()
+        try:
+            if current_session() is not None:
+                raise TensorviewError("a Recorder is already active in this thread; recorders do not nest")
+            self._session = Session(self.model, device=self.device, meta_replay=self.meta_replay, probes=self.probes)
+            MODULE_CALL.acquire()
+            self._acquired = True
+            _tls.session = self._session
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: types.TracebackType | None) -> None:
-        _tls.session = None
-        MODULE_CALL.release()
-        session = self._session
-        if session is not None and isinstance(exc, Exception) and session.failure is not None:
-            raise self._recording_error(session, exc) from exc
+        err = None
+        try:
+            session = self._session
+            if session is not None and getattr(_tls, "session", None) is session:
+                _tls.session = None
+            if self._acquired:
+                self._acquired = False
+                MODULE_CALL.release()
+            if session is not None and isinstance(exc, Exception) and session.failure_exc is exc:
+                err = self._recording_error(session, exc)
+            if session is not None:
+                session.failure_exc = None  # do not keep the exception (and its frames) alive
+        finally:
+            guard, self._guard = self._guard, None
+            if guard is not None:
+                guard.__exit__(None, None, None)  # a deferred Ctrl-C is raised here
+        if err is not None:
+            raise err from exc
 
     # -- results ---------------------------------------------------------------------------
     @property
@@ -104,20 +128,12 @@ class BaseRecorder(Generic[R]):
             where += f" ({cls})"
         if op:
             where += f", op {op!r}"
-        g.error = f"{type(exc).__name__}: {exc}"
-        msg = f"forward raised in {where}: {type(exc).__name__}: {exc}"
+        g.error = describe(exc)
         partial = self._result(g) if g.root is not None else None
-        err_cls: type[RecordingError] = RecordingError
-        if not isinstance(exc, RuntimeError):
-            # keep `except ValueError` (or the like) in the caller's code working
-            try:
-                err_cls = type(f"RecordingError[{type(exc).__name__}]", (RecordingError, type(exc)), {})
-            except TypeError:
-                err_cls = RecordingError
-        try:
-            err = err_cls(msg, graph=partial, module_path=path)
-        except Exception:
-            err = RecordingError(msg, graph=partial, module_path=path)
+        # also an instance of type(exc): `except ValueError` in the caller's code keeps working
+        err: RecordingError = recording_error(
+            exc, f"forward raised in {where}: {g.error}", graph=partial, module_path=path
+        )
         return err
 
 

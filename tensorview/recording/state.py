@@ -64,7 +64,14 @@ class SessionState:
         self.running = False  # inside the root call
         self.done = False  # the root call has finished (later calls run unrecorded)
         self.stack: list[Frame] = []
-        self.failure: tuple[str, str] | None = None  # (module path, op) where the forward raised
+        #: (module path, op) where ``failure_exc`` was raised: the innermost place the
+        #: exception now propagating passed (an exception the model caught is replaced by
+        #: the next one, so the failure named is the one that left the forward)
+        self.failure: tuple[str, str] | None = None
+        self.failure_exc: BaseException | None = None
+        #: marks this session's RecorderTensors: one with another token is stale (it
+        #: outlived its recording) and is treated as a plain tensor
+        self.token = object()
         self.module_names, self.param_names = model_names(model)
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
         # (parameters, buffers, constants, foreign subclasses); the strong reference keeps
@@ -75,6 +82,11 @@ class SessionState:
         #: ended calls whose results may have left where no hook sees (objects among their
         #: arguments, method calls): call id -> ids of its results so far (crossings.py)
         self.leaky: dict[int, set[int]] = {}
+
+    def failed(self, exc: BaseException, path: str, op: str) -> None:
+        """``exc`` passes through (module ``path``, ``op``) while propagating."""
+        if self.failure_exc is not exc:  # the first (innermost) place this exception passed
+            self.failure, self.failure_exc = (path, op), exc
 
     def scope(self) -> ModuleNode:
         """The module call now executing."""
@@ -131,10 +143,11 @@ def model_names(model: nn.Module) -> tuple[dict[int, str], dict[int, tuple[str, 
     return modules, {**buffers, **params}
 
 
-def recorded_alias(t: torch.Tensor, node: TensorNode) -> RecorderTensor:
+def recorded_alias(t: torch.Tensor, node: TensorNode, token: object) -> RecorderTensor:
     """A RecorderTensor sharing ``t``'s storage, version counter and autograd history,
-    bound to ``node``."""
+    bound to ``node`` of the session with ``token``."""
     r = t.as_subclass(RecorderTensor)
     r._tv_node = node
     r._tv_ver = version(r)
+    r._tv_tok = token
     return r

@@ -17,17 +17,41 @@ def current_session() -> Any:
 
 class RecorderTensor(torch.Tensor):
     """A tensor being recorded.  ``_tv_node`` is its current TensorNode (a new one after
-    each in-place op) and ``_tv_ver`` the version counter value that node stands for.
+    each in-place op), ``_tv_ver`` the version counter value that node stands for and
+    ``_tv_tok`` the token of the session that made it.
 
     Every torch function, method, operator, indexing and in-place op applied to it goes
     through ``__torch_function__`` into the session of the recording thread.  While a
     recording runs, the session's TorchFunctionMode sees the same calls first (and also
     factory functions and ops on parameters), so this hook is the fallback for calls the
     mode does not see.
+
+    One that outlives its recording (kept by a forward hook, say) is *stale*: a session
+    trusts ``_tv_node`` only when ``_tv_tok`` is its own token, and treats any other as a
+    plain tensor; outside a recording it behaves as one (``copy.deepcopy`` and pickling
+    give plain tensors).
     """
 
-    _tv_node: Any
-    _tv_ver: int
+    _tv_node: Any = None
+    _tv_ver: int = -1
+    _tv_tok: object | None = None
+
+    def _live(self) -> bool:
+        session = current_session()
+        return session is not None and session.running and self._tv_tok is session.token
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
+        if self._live():
+            return super().__deepcopy__(memo)
+        with torch._C.DisableTorchFunction():
+            plain = self.as_subclass(torch.Tensor)
+        memo.setdefault(id(memo), []).append(plain)  # copy's keep-alive list: its id stays unique
+        return plain.__deepcopy__(memo)
+
+    def __reduce_ex__(self, proto: Any) -> Any:
+        with torch._C.DisableTorchFunction():
+            plain = self.as_subclass(torch.Tensor)
+        return plain.__reduce_ex__(proto)
 
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:

@@ -204,3 +204,50 @@ def flat_tensors(obj: Any, *, objects: bool = False) -> list[torch.Tensor]:
 
     map_tensors(obj, see, objects=see if objects else None)
     return found
+
+
+def output_names(obj: Any) -> dict[int, tuple[str, str]]:
+    """``id(tensor) -> (name, field)`` for the tensors of a returned value, as Python would
+    reach them: ``logits``, ``output[0]``, ``past_key_values.layers[3].keys`` (attributes
+    of plain objects such as a KV cache included).  ``field`` is the top-level part:
+    the dict key or dataclass field, ``output[i]`` for a returned tuple's element,
+    ``output`` for a returned tensor.  The first place a tensor is found names it."""
+    found: dict[int, tuple[str, str]] = {}
+    _names(obj, (), found, set(), 0)
+    return found
+
+
+def _names(obj: Any, path: tuple[Any, ...], found: dict[int, tuple[str, str]], seen: set[int], depth: int) -> None:
+    if isinstance(obj, _Tensor):
+        if id(obj) not in found:
+            found[id(obj)] = _path_text(path)
+        return
+    if isinstance(obj, _ATOMS) or depth > 8 or id(obj) in seen:
+        return
+    seen.add(id(obj))
+    items: Any
+    if isinstance(obj, (list, tuple)):
+        fields = getattr(obj, "_fields", None)
+        items = zip(fields, obj) if fields else enumerate(obj)
+    elif isinstance(obj, dict):
+        items = obj.items()
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        items = ((f.name, getattr(obj, f.name, None)) for f in dataclasses.fields(obj))
+    else:
+        d = getattr(obj, "__dict__", None)
+        if not isinstance(d, dict) or callable(obj):
+            return
+        items = ((k, v) for k, v in d.items() if k not in _MODULE_INTERNALS)
+    for k, v in items:
+        _names(v, (*path, k), found, seen, depth + 1)
+
+
+def _path_text(path: tuple[Any, ...]) -> tuple[str, str]:
+    if not path:
+        return "output", "output"
+    head = path[0]
+    field = f"output[{head}]" if isinstance(head, int) else str(head)
+    parts = [field]
+    for k in path[1:]:
+        parts.append(f"[{k}]" if isinstance(k, int) else f".{k}")
+    return "".join(parts), field

@@ -3,13 +3,32 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
-from ..graph import FunctionNode, Graph, ModuleNode, TensorNode, View, ViewNode, unhandled
+from ..graph import PARAM_ROLES, FunctionNode, Graph, ModuleNode, TensorNode, View, ViewNode, unhandled
 from ..graph.listing import fmt_shape
+from ..graph.view import fold_title, span
 from .options import RenderOptions
 
+__all__ = [
+    "MAX_OP_INPUTS",
+    "MAX_SHAPES",
+    "OP_LINE",
+    "fmt_value",
+    "group_title",
+    "label_lines",
+    "module_title",
+    "node_label",
+    "span",
+    "tensor_text",
+]
+
 MAX_SHAPES = 4
+#: input shapes shown on an op (a ``cat`` of many tensors shows the first and ``…+47``)
+MAX_OP_INPUTS = 2
+#: an op's ``in → out`` line longer than this is split in two
+OP_LINE = 48
 
 
 def node_label(view: View, node: ViewNode, options: RenderOptions | None = None) -> str:
@@ -28,6 +47,10 @@ def label_lines(view: View, node: ViewNode, options: RenderOptions | None = None
                 ins = _tensor_texts(g, g.input_tensors(node.id))
                 outs = _tensor_texts(g, g.output_tensors(last))
                 lines.append(f"{ins} → {outs}")
+        case TensorNode() if node.group:
+            lines = [group_title(g, node.group)]
+            if shapes:
+                lines.append(_distinct_texts(g, node.group))
         case TensorNode():
             lines = [ir.source_name or ir.name]
             if ir.is_param:
@@ -40,7 +63,7 @@ def label_lines(view: View, node: ViewNode, options: RenderOptions | None = None
             if node.calls > 1:
                 lines.append(f"×{node.calls} calls")
             if shapes:
-                lines.append("→ " + _tensor_texts(g, g.output_tensors(node.id)))
+                lines.extend(_op_shapes(g, node.id))
         case _:
             unhandled(ir)
     notes = g.annotations.of(ir.id) if g.annotations else None
@@ -52,23 +75,53 @@ def label_lines(view: View, node: ViewNode, options: RenderOptions | None = None
 
 
 def module_title(g: Graph, node: ViewNode, ir: ModuleNode) -> str:
-    cls = ir.cls_name
     if node.members:
-        paths = [g.module(m).call_name for m in node.members]
-        if node.period > 1:
-            cls = ", ".join(g.module(m).cls_name for m in node.members[: node.period])
-        return f"{span(paths)}: {cls} ×{node.folded}"
-    return f"{ir.call_name}: {cls}" if ir.path else cls
+        return fold_title(g, node.members, node.period)
+    return f"{ir.call_name}: {ir.cls_name}" if ir.path else ir.cls_name
 
 
-def span(paths: list[str]) -> str:
-    """``layers.0–79`` for ``layers.0`` ... ``layers.79``; ``a–b`` otherwise."""
-    first, last = paths[0], paths[-1]
-    head, _, a = first.rpartition(".")
-    head2, _, b = last.rpartition(".")
-    if head == head2 and a.isdigit() and b.isdigit():
-        return f"{head}.{a}–{b}" if head else f"{a}–{b}"
-    return f"{first}–{last}"
+_PART = re.compile(r"\.([^.\[]*)|\[([^\]]*)\]")
+
+
+def group_title(g: Graph, ids: tuple[int, ...]) -> str:
+    """``past_key_values (80 × 2 tensors)``: the field and how its tensors are arranged
+    (one factor per level of the returned structure that varies, when they fill a grid)."""
+    first = g.tensor(ids[0])
+    field = first.field or first.source_name or first.name
+    paths = []
+    for i in ids:
+        name = g.tensor(i).source_name or ""
+        rest = name[len(field) :] if name.startswith(field) else name
+        paths.append(tuple(m.group(0) for m in _PART.finditer(rest)))
+    count = str(len(ids))
+    if len({len(p) for p in paths}) == 1:
+        sizes = [n for n in (len({p[k] for p in paths}) for k in range(len(paths[0]))) if n > 1]
+        if len(sizes) > 1 and math.prod(sizes) == len(ids):
+            count = " × ".join(str(n) for n in sizes)
+    return f"{field} ({count} tensors)"
+
+
+def _distinct_texts(g: Graph, ids: tuple[int, ...]) -> str:
+    texts = list(dict.fromkeys(tensor_text(g.tensor(i)) for i in ids))
+    more = f", …+{len(texts) - MAX_SHAPES}" if len(texts) > MAX_SHAPES else ""
+    return ", ".join(texts[:MAX_SHAPES]) + more
+
+
+def _op_shapes(g: Graph, node_id: int) -> list[str]:
+    """``→ out``, or ``in → out`` when the op's tensor arguments (parameters left out)
+    differ from its results in shape or dtype (``linear``: ``(1, 128, 8192) → (1, 128, 28672)``);
+    at most ``MAX_OP_INPUTS`` input shapes (a ``cat`` of 48 tensors: ``(1, 64, 8, 8), …+47``),
+    on a line of their own when one line would be longer than ``OP_LINE``."""
+    outs = g.output_tensors(node_id)
+    out = "→ " + _tensor_texts(g, outs)
+    ins = [i for i in g.input_tensors(node_id) if g.tensor(i).role not in PARAM_ROLES]
+    if not ins or {tensor_text(g.tensor(i)) for i in ins} == {tensor_text(g.tensor(i)) for i in outs}:
+        return [out]
+    texts = [tensor_text(g.tensor(i)) for i in ins[:MAX_OP_INPUTS]]
+    if len(ins) > MAX_OP_INPUTS:
+        texts.append(f"…+{len(ins) - MAX_OP_INPUTS}")
+    text = ", ".join(texts)
+    return [f"{text} {out}"] if len(text) + len(out) < OP_LINE else [text, out]
 
 
 def tensor_text(t: TensorNode) -> str:

@@ -64,21 +64,26 @@ class JsonRenderer(Renderer):
                 rec["role"] = ir.role
                 rec["shape"] = list(ir.shape)
                 rec["dtype"] = ir.dtype
+                if ir.field is not None:
+                    rec["field"] = ir.field
+                if node.group:
+                    rec["group"] = list(node.group)
             case _:
                 unhandled(ir)
         rec["is_input"], rec["is_output"] = node.is_input, node.is_output
         self._data["nodes"].append(rec)
 
     def begin_module(self, cluster: Cluster) -> None:
-        self._data["clusters"].append(
-            {
-                "id": cluster.id,
-                "label": cluster.label,
-                "path": cluster.ir.path,
-                "parent": cluster.parent,
-                "order": cluster.order,
-            }
-        )
+        rec: dict[str, Any] = {
+            "id": cluster.id,
+            "label": cluster.label,
+            "path": cluster.ir.path,
+            "parent": cluster.parent,
+            "order": cluster.order,
+        }
+        if cluster.members:  # an opened fold
+            rec.update(members=list(cluster.members), period=cluster.period, shown=cluster.shown)
+        self._data["clusters"].append(rec)
 
     def render_edge(self, src: ViewNode, dst: ViewNode, count: int) -> None:
         self._data["edges"].append({"source": src.id, "target": dst.id, "count": count})

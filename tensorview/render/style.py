@@ -85,5 +85,11 @@ class GraphvizStyler:
         return {}
 
     def style_cluster(self, cluster: Cluster) -> dict[str, Any]:
-        """Attributes of the dashed box around an opened module."""
-        return {"label": cluster.label, "style": "dashed", "fontsize": "10", "labeljust": "l"}
+        """Attributes of the dashed box around an opened module (a bold one around an
+        opened fold: ``open_folds``)."""
+        return {
+            "label": cluster.label,
+            "style": "bold" if cluster.members else "dashed",
+            "fontsize": "10",
+            "labeljust": "l",
+        }

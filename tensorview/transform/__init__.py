@@ -8,9 +8,10 @@ re-exported here for convenience.
 """
 
 from ..graph import Cluster, View, ViewEdge, ViewNode, ViewOptions
-from .build import FOLD_AUTO_THRESHOLD, build_view
+from .build import FOLD_AUTO_REPEATS, FOLD_AUTO_THRESHOLD, build_view
 
 __all__ = [
+    "FOLD_AUTO_REPEATS",
     "FOLD_AUTO_THRESHOLD",
     "Cluster",
     "View",

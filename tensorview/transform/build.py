@@ -8,12 +8,15 @@ import gc
 
 from ..graph import Cluster, FunctionNode, Graph, ModuleNode, TensorNode, View, ViewNode, ViewOptions
 from .edges import edges as view_edges
-from .roll import canonical
-from .scope import Scope, scope
-from .tensors import DRAWN, node_map, tensors
+from .roll import canonical, fold_canon
+from .scope import FOLD_AUTO_REPEATS, Scope, auto_select, fold_all, scope
+from .tensors import DRAWN, Tensors, node_map, tensors
 
-#: ``fold="auto"`` folds when more functions and boxes than this would be drawn
+#: ``fold="auto"`` also folds runs of two repeats when more functions and boxes than this
+#: would still be drawn (runs of ``FOLD_AUTO_REPEATS`` or more always fold)
 FOLD_AUTO_THRESHOLD = 300
+
+__all__ = ["FOLD_AUTO_REPEATS", "FOLD_AUTO_THRESHOLD", "build_view"]
 
 
 def build_view(graph: Graph, options: ViewOptions | None = None) -> View:
@@ -33,22 +36,27 @@ def _build(graph: Graph, opts: ViewOptions) -> View:
     g = graph
     if not g.nodes:
         return View(g, opts, [], [], [], False)
-    fold = opts.fold is True
-    s = scope(g, opts, fold)
-    if opts.fold == "auto" and s.visible > FOLD_AUTO_THRESHOLD:
-        fold = True
-        s = scope(g, opts, fold)
-    canon = canonical(g, s) if opts.roll else list(range(len(g.nodes)))
+    auto = opts.fold == "auto"
+    s = scope(g, opts, auto_select(g) if auto else fold_all if opts.fold is True else None)
+    if auto and s.visible > FOLD_AUTO_THRESHOLD:
+        s = scope(g, opts, fold_all)
+    canon = fold_canon(g, s) if s.shadow else list(range(len(g.nodes)))
+    if opts.roll:
+        canon = canonical(g, s, canon)
     vn = node_map(g, s, canon)
     tv = tensors(g, opts, s, canon, vn)
-    nodes = _nodes(g, s, canon, vn, tv.state, opts.expand_nested)
+    nodes = _nodes(g, s, canon, vn, tv, opts.expand_nested)
+    for head, group in tv.groups.items():
+        nodes[head].group = group
+        nodes[head].cluster = None  # it stands for tensors from everywhere: top level
     for i in g.inputs:
         if tv.target[i] in nodes:
             nodes[tv.target[i]].is_input = True
     for i in g.outputs:
-        if tv.target[i] in nodes:
-            nodes[tv.target[i]].is_output = True
-    clusters = _clusters(g, s, canon, nodes) if opts.expand_nested else []
+        t = tv.group.get(i, tv.target[i])
+        if t in nodes:
+            nodes[t].is_output = True
+    clusters = _clusters(g, s, canon, nodes, opts.expand_nested) if opts.expand_nested or s.open else []
     edge_list = view_edges(g, s, vn, tv, keep_loops=opts.roll)
     ordered = list(nodes.values())
     for k, n in enumerate(ordered):
@@ -56,25 +64,32 @@ def _build(graph: Graph, opts: ViewOptions) -> View:
     return View(g, opts, ordered, edge_list, clusters, bool(s.members))
 
 
-def _nodes(g: Graph, s: Scope, canon: list[int], vn: list[int], state: bytearray, nested: bool) -> dict[int, ViewNode]:
+def _nodes(g: Graph, s: Scope, canon: list[int], vn: list[int], tv: Tensors, nested: bool) -> dict[int, ViewNode]:
     out: dict[int, ViewNode] = {}
-    box_of, region = s.box_of, s.region
+    state, groups, kept = tv.state, tv.groups, tv.kept
+    box_of, ghost = s.box_of, s.ghost
+    # the clusters drawn: opened modules (expand_nested), else only opened folds
+    region = s.region if nested else s.fregion
+    clustered = nested or bool(s.open)
     node_list = g.nodes
     for node in node_list:
         i = node.id
         is_module = type(node) is ModuleNode
         if type(node) is TensorNode:
-            if state[i] != DRAWN or canon[i] != i:
+            if state[i] != DRAWN or (canon[i] != i and i not in groups and i not in kept):
                 continue
-            cl = region[node.parent] if nested and node.parent is not None else -1
+            p = node.parent
+            if i in kept:  # made in a ghost repeat: drawn where the fold is
+                p = s.span[s.ghost_top[i]][2]
+            cl = region[p] if clustered and p is not None else -1
         elif vn[i] == i:
             p = node.parent
             if type(node) is FunctionNode:
-                cl = region[p] if nested and p is not None else -1
+                cl = region[p] if clustered and p is not None else -1
             else:
-                cl = region[i] if nested else -1
+                cl = region[i] if clustered else -1
         else:
-            if canon[i] != i and box_of[i] in (i, -1) and vn[i] >= 0:
+            if canon[i] != i and box_of[i] in (i, -1) and vn[i] >= 0 and not ghost[i]:
                 out[vn[i]].calls += 1  # a rolled repeat of an earlier node
             continue
         v = out[i] = ViewNode(node, canon[cl] if cl >= 0 else None)
@@ -84,8 +99,10 @@ def _nodes(g: Graph, s: Scope, canon: list[int], vn: list[int], state: bytearray
     return out
 
 
-def _clusters(g: Graph, s: Scope, canon: list[int], nodes: dict[int, ViewNode]) -> list[Cluster]:
-    """The opened calls that contain a drawn node, with their enclosing opened calls."""
+def _clusters(g: Graph, s: Scope, canon: list[int], nodes: dict[int, ViewNode], nested: bool) -> list[Cluster]:
+    """The opened calls (``nested``) and opened folds that contain a drawn node, with
+    their enclosing ones."""
+    region = s.region if nested else s.fregion
     used: dict[int, int | None] = {}
     todo = [n.cluster for n in nodes.values() if n.cluster is not None]
     while todo:
@@ -93,8 +110,22 @@ def _clusters(g: Graph, s: Scope, canon: list[int], nodes: dict[int, ViewNode]) 
         if c in used:
             continue
         p = g.nodes[c].parent
-        parent = canon[s.region[p]] if p is not None and s.region[p] >= 0 else None
+        f = s.fregion[c]
+        if f >= 0 and f != c and (p is None or s.fregion[p] != f):
+            # a later call of the repeat shown (the ReLU of Linear, ReLU): in the fold's box
+            parent: int | None = f
+        else:
+            parent = canon[region[p]] if p is not None and region[p] >= 0 else None
         used[c] = parent
         if parent is not None:
             todo.append(parent)
-    return [Cluster(g.module(c), used[c]) for c in sorted(used)]
+    out = []
+    for c in sorted(used):
+        head = s.open.get(c)
+        if head is None:
+            out.append(Cluster(g.module(c), used[c]))
+        else:
+            members, period = s.members[head], s.period[head]
+            shown = members.index(c) // period
+            out.append(Cluster(g.module(c), used[c], members, period, shown, g))
+    return out

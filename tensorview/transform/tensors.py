@@ -8,6 +8,12 @@ is merged into the tensor it copies.  ``hide_inner_tensors`` marks every drawn t
 inputs, outputs, parameters and tensors made in forward (``created``/``constant``
 sources, drawn wherever a drawn node uses them) as contracted: its edges are joined
 producer -> consumer.
+
+Outputs that came back in one field of the returned value (the 160 tensors of a KV
+cache in ``past_key_values``) are *grouped*: one drawn node (the first of them) stands
+for all, each producer feeds it, and their other uses are contracted like hidden
+tensors (a layer's cache tensor feeding its own attention does not pass through the
+group node).
 """
 
 from __future__ import annotations
@@ -24,15 +30,31 @@ class Tensors:
     """``target[t]``: the tensor ``t`` is drawn as (itself, its rolled counterpart, or the
     tensor an alias copies); ``state[target]``: NONE, CONTRACTED or DRAWN; ``home[t]``: the
     box ``t`` was made in (-1 outside boxes), whose own uses of ``t`` are not edges;
-    ``merged[t]``: 1 for an alias merged into the tensor it copies."""
+    ``merged[t]``: 1 for an alias merged into the tensor it copies.  ``group``: grouped
+    output -> the output drawn for its group; ``groups``: that one -> the group, in order.
+    ``kept``: outputs made in a ghost repeat of an opened fold, drawn as themselves (not
+    as their counterpart in the repeat drawn), outside the fold."""
 
-    __slots__ = ("target", "state", "home", "merged")
+    __slots__ = ("target", "state", "home", "merged", "group", "groups", "kept")
 
     def __init__(self, n: int) -> None:
         self.target = list(range(n))
         self.state = bytearray(n)
         self.home = [-1] * n
         self.merged = bytearray(n)
+        self.group: dict[int, int] = {}
+        self.groups: dict[int, tuple[int, ...]] = {}
+        self.kept: set[int] = set()
+
+
+def output_groups(g: Graph) -> dict[str, list[int]]:
+    """The graph's outputs per field of the returned value, for fields with several."""
+    fields: dict[str, list[int]] = {}
+    for i in g.outputs:
+        t = g.nodes[i]
+        if type(t) is TensorNode and t.field is not None and t.copy_of is None:
+            fields.setdefault(t.field, []).append(i)
+    return {f: ids for f, ids in fields.items() if len(ids) > 1}
 
 
 def node_map(g: Graph, s: Scope, canon: list[int]) -> list[int]:
@@ -53,11 +75,16 @@ def tensors(g: Graph, opts: ViewOptions, s: Scope, canon: list[int], vn: list[in
     nodes = g.nodes
     r = Tensors(len(nodes))
     target, state, home, merged = r.target, r.state, r.home, r.merged
-    box_of = s.box_of
+    box_of, ghost = s.box_of, s.ghost
     io = set(g.inputs) | set(g.outputs)
     inputs = set(g.inputs)
     hide = opts.hide_inner_tensors
     succ, pred = g.adjacency()
+    group = r.group
+    for ids in output_groups(g).values():
+        r.groups[ids[0]] = tuple(ids)
+        for i in ids:
+            group[i] = ids[0]
     for t in nodes:
         if type(t) is not TensorNode:
             continue
@@ -69,6 +96,13 @@ def tensors(g: Graph, opts: ViewOptions, s: Scope, canon: list[int], vn: list[in
         b = box_of[t.parent] if t.parent is not None else -1
         h = b if b >= 0 and not is_param and i not in inputs else -1
         home[i] = h
+        if i in group:  # drawn as its group's node, its uses contracted (edges.py)
+            state[i] = DRAWN if group[i] == i else CONTRACTED
+            continue
+        if ghost[i] and i in io:  # the last layer's result: itself, not the first layer's tensor
+            state[i] = DRAWN
+            r.kept.add(i)
+            continue
         made = [vn[p] for p in pred[i]]
         c = t.copy_of
         if c is not None and made and all(v < 0 for v in made):

@@ -1,0 +1,91 @@
+"""A copy of the module tree to run in another mode without touching the caller's model.
+
+``draw_graph(mode="eval")`` of a model in training mode must not flip the caller's
+flags (another thread training the same model would see them flipped), and a forward in
+training mode must not update the caller's BatchNorm statistics.  ``tree_copy`` makes a
+new object for every module of the tree (its own ``training`` flag, its own
+``_modules``/``_parameters``/``_buffers`` dicts and hook dicts), holding the *same*
+Parameter objects, buffers and other attributes: no parameter memory is copied and the
+graph (module paths, parameter names and roles) is the one of the model itself.
+``own_buffers`` then clones the buffers of the modules that will run in training mode,
+where the forward updates them.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+from torch import nn
+
+from .optable import MODULE_ATTRS
+
+#: the hook registries of a module (dicts keyed by handle id)
+_HOOK_DICTS = tuple(k for k, v in nn.Module().__dict__.items() if "hook" in k and isinstance(v, dict))
+
+
+def tree_copy(model: nn.Module) -> nn.Module:
+    """The module tree copied, everything else shared (see the module docstring).  Shared
+    submodules stay shared; a registered submodule also kept in a plain list, tuple or
+    dict attribute is replaced there by its copy (in a new container).  TorchScript
+    modules keep their flags inside TorchScript, so they are deep-copied."""
+    memo: dict[int, nn.Module] = {}
+    return _copy(model, memo)
+
+
+def _copy(m: nn.Module, memo: dict[int, nn.Module]) -> nn.Module:
+    done = memo.get(id(m))
+    if done is not None:
+        return done
+    c: nn.Module
+    if isinstance(m, torch.jit.ScriptModule):
+        memo[id(m)] = c = copy.deepcopy(m)
+        return c
+    try:  # the object as it is: no __new__, __copy__ or __getstate__ of the class runs
+        c = object.__new__(type(m))
+        c.__dict__.update(m.__dict__)
+    except TypeError:
+        c = copy.copy(m)
+    memo[id(m)] = c
+    d = c.__dict__
+    d["_parameters"] = dict(m._parameters)
+    d["_buffers"] = dict(m._buffers)
+    for k in _HOOK_DICTS:  # hooks registered on the copy stay on the copy
+        v = d.get(k)
+        if isinstance(v, dict):
+            d[k] = v.copy()
+    d["_modules"] = {k: (None if v is None else _copy(v, memo)) for k, v in m._modules.items()}
+    for k in d.keys() - MODULE_ATTRS:
+        d[k] = _swap(d[k], memo, 0)
+    return c
+
+
+def _swap(value: Any, memo: dict[int, nn.Module], depth: int) -> Any:
+    """``value`` with the copied modules in place of the originals, in new containers."""
+    if isinstance(value, nn.Module):
+        return memo.get(id(value), value)
+    if depth > 2 or type(value) not in (list, tuple, dict):
+        return value
+    if isinstance(value, dict):
+        new = {k: _swap(v, memo, depth + 1) for k, v in value.items()}
+        return new if any(new[k] is not v for k, v in value.items()) else value
+    items = [_swap(v, memo, depth + 1) for v in value]
+    return type(value)(items) if any(a is not b for a, b in zip(items, value)) else value
+
+
+def own_buffers(model: nn.Module) -> None:
+    """Give every module of ``model`` (a ``tree_copy``) that is in training mode its own
+    copy of its buffers (tied buffers stay tied)."""
+    clones: dict[int, torch.Tensor] = {}
+    for m in model.modules():
+        if not m.training or isinstance(m, torch.jit.ScriptModule):
+            continue
+        for k, b in m._buffers.items():
+            if b is not None:
+                if id(b) not in clones:
+                    clones[id(b)] = b.detach().clone()
+                m._buffers[k] = clones[id(b)]
+
+
+__all__ = ["own_buffers", "tree_copy"]
