@@ -15,7 +15,6 @@ from torch import nn
 
 from tensorview.graph import Graph, ModuleNode, TensorNode
 from tensorview.recording import Recorder
-from tensorview.recording.objects import MAX_OBJECT_DEPTH
 from tensorview.recording.tree import flat_tensors, map_tensors
 from tests.fixtures import detection as det
 
@@ -55,7 +54,10 @@ def record(model: nn.Module, *args: Any, **kwargs: Any) -> tuple[Any, Graph]:
 
 
 def call(g: Graph, name: str) -> ModuleNode:
-    (m,) = [m for m in g.modules() if m.call_name == name]
+    """The one call of ``name``: a path, or ``path.method`` for a method call."""
+    (m,) = [
+        m for m in g.modules() if (m.path if getattr(m, "method", None) is None else f"{m.path}.{m.method}") == name
+    ]
     return m
 
 
@@ -111,13 +113,28 @@ def test_objects_are_passed_as_they_are_and_left_unchanged() -> None:
 
     box = Box(torch.randn(1, 3))
     t = box.t
-    out, g = record(Keep(), box)
+    model = Keep()
+    with torch.no_grad():
+        expected = model.b.lin(t)
+    out, g = record(model, box)
     assert seen == [box] and box.t is t and type(box.t) is torch.Tensor  # not copied, not altered
     assert vars(box) == {"t": t}
     (x,) = g.inputs  # the root input held by an object is named after its attribute
     assert g.nodes[x].name == "box_t" and g.nodes[x].role == "input"
     assert g.input_tensors(call(g, "b").id) == [x]
-    assert torch.equal(out, Keep().b.lin.weight.new_zeros(0)) is False  # a real result came back
+    assert type(out) is torch.Tensor and torch.equal(out, expected)
+
+
+def test_draw_graph_takes_an_object_as_input_data() -> None:
+    """torchview's ``draw_graph(model, x)`` form with an object holding the tensor."""
+    import tensorview as tv
+
+    box = Box(torch.randn(1, 3))
+    for graph in (tv.draw_graph(B(), box), tv.draw_graph(B(), input_data=[box])):
+        g = graph.graph
+        assert [g.nodes[i].name for i in g.inputs] == ["box_t"]
+        assert g.input_tensors(call(g, "lin").id) == g.inputs
+    assert type(box.t) is torch.Tensor
 
 
 def test_only_tensors_used_inside_enter_a_call() -> None:
@@ -219,15 +236,23 @@ class Pair:
     right: torch.Tensor
 
 
-@pytest.mark.parametrize("wrap", [lambda t: Registered(t, 2.0), Slotted, lambda t: Pair(t, t + 1)])
-def test_pytree_types_slots_and_dataclasses(wrap: Any) -> None:
+@pytest.mark.parametrize(
+    ("wrap", "first"),
+    [
+        (lambda t: Registered(t, 2.0), lambda o: o._data),
+        (Slotted, lambda o: o.t),
+        (lambda t: Pair(t, t + 1), lambda o: o.left),
+    ],
+    ids=["pytree", "slots", "dataclass"],
+)
+def test_pytree_types_slots_and_dataclasses(wrap: Any, first: Any) -> None:
     class Make(nn.Module):
         def forward(self, x: torch.Tensor) -> Any:
             return wrap(x.relu())
 
     class Use(nn.Module):
         def forward(self, obj: Any) -> torch.Tensor:
-            return flat_tensors(obj, objects=True)[0] * 3
+            return first(obj) * 3
 
     class Net(nn.Module):
         def __init__(self) -> None:
@@ -245,6 +270,8 @@ def test_pytree_types_slots_and_dataclasses(wrap: Any) -> None:
 
 
 def test_walks_are_bounded() -> None:
+    from tensorview.recording.objects import MAX_OBJECT_DEPTH
+
     t = torch.randn(2)
     cyclic = Box(t)
     cyclic.me = cyclic  # type: ignore[attr-defined]

@@ -30,7 +30,6 @@ from ..graph import ModuleNode
 from .crossings import Crossings
 from .state import Frame
 
-_Disable = torch._C.DisableTorchFunction
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _TENSORVIEW = os.path.dirname(_HERE) + os.sep
 _TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
