@@ -262,7 +262,7 @@ def _check_path(path: Any) -> str:
 
 
 def _module_line(g: Graph, m: ModuleNode) -> str:
-    title = one_line(f"{m.path}: {m.cls_name}" if m.path else m.cls_name)
+    title = one_line(f"{m.call_name}: {m.cls_name}" if m.path else m.cls_name)
     ins = fmt_shapes(g.shapes(g.input_tensors(m.id)))
     outs = fmt_shapes(g.shapes(g.output_tensors(m.id)))
     mark = " [failed]" if m.failed else ""

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from tensorview.recording import Recorder
-from tensorview.recording.ops import _flat
+from tensorview.recording.metacache import flat_args as _flat
 
 
 class Linears(nn.Module):

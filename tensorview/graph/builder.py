@@ -64,20 +64,24 @@ class GraphBuilder:
             self.stack.append(self.add_module("", root_cls, cls_module, None))
 
     # -- the recorder's layer -----------------------------------------------------------
-    def add_module(self, path: str, cls_name: str, cls_module: str, parent: ModuleNode | None) -> ModuleNode:
-        """A module call; ``parent=None`` makes it the root call."""
+    def add_module(
+        self, path: str, cls_name: str, cls_module: str, parent: ModuleNode | None, *, method: str | None = None
+    ) -> ModuleNode:
+        """A module call; ``parent=None`` makes it the root call; ``method``: the method run
+        when not ``forward`` through ``__call__``."""
         g = self.graph
         k = self._call_counts.get(path, 0)
         self._call_counts[path] = k + 1
         node = ModuleNode(
             id=len(g.nodes),
-            name=self.names(path.replace(".", "_") if path else "model"),
+            name=self.names((f"{path}.{method}" if method else path).replace(".", "_") if path else "model"),
             path=path,
             parent=None if parent is None else parent.id,
             depth=0 if parent is None else parent.depth + 1,
             cls_name=cls_name,
             cls_module=cls_module,
             call_index=k,
+            method=method,
         )
         g.nodes.append(node)
         if parent is None:
@@ -238,12 +242,13 @@ class GraphBuilder:
         cls_module: str | None = None,
         opaque: bool = False,
         failed: bool = False,
+        method: str | None = None,
     ) -> Iterator[Call]:
         """Open a call of ``cls`` at ``path`` taking ``args``; on exit its results become its
         outputs (a result made outside the call gets an alias node, as the recorder does).
         ``builtin``: a ``torch.nn`` class (drawn closed with ``hide_module_functions``)."""
         module = "torch.nn.modules" if builtin else (cls_module or self.cls_module)
-        m = self.add_module(path, cls, module, self.top)
+        m = self.add_module(path, cls, module, self.top, method=method)
         m.failed = failed
         for a in args:
             self.add_edge(a, m.id)

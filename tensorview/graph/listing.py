@@ -47,7 +47,7 @@ def rows(g: Graph) -> list[tuple[str, ...]]:
             case TensorNode():
                 op, ins, outs = n.role, "", fmt_shape(n.shape)
             case FunctionNode() | ModuleNode():
-                op = n.op if isinstance(n, FunctionNode) else n.cls_name
+                op = n.op if isinstance(n, FunctionNode) else n.cls_name + (f".{n.method}" if n.method else "")
                 ins = fmt_shapes(g.shapes(g.input_tensors(n.id)))
                 outs = fmt_shapes(g.shapes(g.output_tensors(n.id)))
             case _:

@@ -102,6 +102,14 @@ class ModuleNode(BaseNode):
     failed: bool = False
     #: True when nothing inside the call was recorded (scripted or C++ modules)
     opaque: bool = False
+    #: the method run, for a submodule used through a method other than ``forward``
+    #: (``self.enc.embed(x)``: ``"embed"``); ``None`` for a call of the module itself
+    method: str | None = None
+
+    @property
+    def call_name(self) -> str:
+        """``path``, with ``.method`` for a method call (``enc.embed``)."""
+        return self.path if self.method is None else f"{self.path}.{self.method}"
 
     @property
     def is_torch_builtin(self) -> bool:

@@ -70,6 +70,8 @@ def node_record(g: Graph, node: Node) -> dict[str, Any]:
                 rec["class_module"] = node.cls_module
                 rec["call_index"] = node.call_index
                 rec["opaque"] = node.opaque
+                if node.method is not None:
+                    rec["method"] = node.method
         case _:
             unhandled(node)
     notes = g.annotations.of(node.id) if g.annotations else None

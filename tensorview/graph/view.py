@@ -203,12 +203,12 @@ class Cluster:
     def label(self) -> str:
         if self.members and self.graph is not None:
             return fold_title(self.graph, self.members, self.period)
-        return f"{self.ir.path}: {self.ir.cls_name}"
+        return f"{self.ir.call_name}: {self.ir.cls_name}"
 
 
 def fold_title(g: Graph, members: tuple[int, ...], period: int) -> str:
     """``layers.0–79: LlamaDecoderLayer ×80`` (``0–11: Linear, ReLU ×6`` for a group)."""
-    paths = [g.nodes[m].path for m in members]
+    paths = [g.module(m).call_name for m in members]
     cls = ", ".join(g.module(m).cls_name for m in members[:period])
     return f"{span(paths)}: {cls} ×{len(members) // period or 1}"
 

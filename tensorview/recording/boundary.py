@@ -18,7 +18,7 @@ from . import interrupts
 from .calls import ModuleScope
 from .compiled import EAGER_STANCE
 from .inference import InferenceWrites
-from .optable import MODULE_ATTRS
+from .optable import MODULE_ATTRS, version
 from .state import Frame
 from .tensor import RecorderTensor
 from .tree import flat_tensors, map_tensors, output_names, strip_in_place
@@ -37,7 +37,7 @@ class RootBoundary(ModuleScope):
     def root_call(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        first = next(iter(flat_tensors((args, kwargs))), None)
+        first = next(iter(flat_tensors((args, kwargs), objects=True)), None)
         if self.device is None and first is not None and first.device.type != "cpu":
             self.device = first.device
         on_meta = (first is not None and first.is_meta) or (self.device is not None and self.device.type == "meta")
@@ -48,7 +48,7 @@ class RootBoundary(ModuleScope):
         # Ctrl-C is deferred here (interrupts.py) except while the forward itself runs; the
         # finally undoes whatever of this setup happened, also after an ordinary exception
         tf_state = _get_tf_state() if _get_tf_state is not None else None
-        self.stack.append(Frame(module, root))
+        self.stack.append(Frame(module, root, leaf=not module._modules))
         self.running = True
         stance = False
         try:
@@ -66,7 +66,8 @@ class RootBoundary(ModuleScope):
             out = call(module, *args, **kwargs)
             interrupts.block()
             with _Disable():
-                out = self.leave(root, out)
+                self.close_methods(failed=False)
+                out = self.leave(root, out, self.stack[-1])
                 out = self._unwrap_outputs(out)
             # an op or call that raised but was caught inside forward stays marked failed,
             # but the forward as a whole succeeded
@@ -74,6 +75,8 @@ class RootBoundary(ModuleScope):
         except BaseException as e:
             interrupts.block()
             _close_mode_guards(e.__traceback__)
+            with _Disable():
+                self.close_methods(failed=True)
             self.builder.fail_call(root)
             self.failed(e, "", "")
             raise
@@ -100,6 +103,7 @@ class RootBoundary(ModuleScope):
                     self.writes = None
                 if stance:
                     EAGER_STANCE.release()
+                self.leaky.clear()
                 # what only recording needed: a kept Recorder holds the graph and little else
                 self.module_names.clear()
                 self.param_names.clear()
@@ -155,23 +159,35 @@ class RootBoundary(ModuleScope):
 
             return wrap
 
+        def hold_under(prefix: str) -> Callable[[torch.Tensor, str], None]:
+            def hold(t: torch.Tensor, sub: str) -> None:  # held by an object: known by its id
+                name = prefix + ("_" + sub if sub else "")
+                node = self.new_tensor(t, name, "input", root, source_name=name)
+                self.builder.add_input(node)
+                self.sources[id(t)] = [t, node, version(t)]
+
+            return hold
+
+        def wrap_value(value: Any, name: str) -> Any:
+            return map_tensors(value, wrap_under(name), with_path=True, objects=hold_under(name))
+
         if bound is None:
-            args = tuple(map_tensors(a, wrap_under(f"input_{i}"), with_path=True) for i, a in enumerate(args))
-            kwargs = {k: map_tensors(v, wrap_under(k), with_path=True) for k, v in kwargs.items()}
+            args = tuple(wrap_value(a, f"input_{i}") for i, a in enumerate(args))
+            kwargs = {k: wrap_value(v, k) for k, v in kwargs.items()}
             return args, kwargs
         new_args: list[Any] = []
         new_kwargs: dict[str, Any] = {}
         for name, value in zip(names, values):
             kind = kinds.get(name)
             if kind == inspect.Parameter.VAR_POSITIONAL:
-                new_args.extend(map_tensors(v, wrap_under(f"{name}_{i}"), with_path=True) for i, v in enumerate(value))
+                new_args.extend(wrap_value(v, f"{name}_{i}") for i, v in enumerate(value))
             elif kind == inspect.Parameter.VAR_KEYWORD:
                 for k, v in value.items():
-                    new_kwargs[k] = map_tensors(v, wrap_under(k), with_path=True)
+                    new_kwargs[k] = wrap_value(v, k)
             elif kind == inspect.Parameter.KEYWORD_ONLY or name in kwargs:
-                new_kwargs[name] = map_tensors(value, wrap_under(name), with_path=True)
+                new_kwargs[name] = wrap_value(value, name)
             else:
-                new_args.append(map_tensors(value, wrap_under(name), with_path=True))
+                new_args.append(wrap_value(value, name))
         return tuple(new_args), new_kwargs
 
     def _unwrap_outputs(self, out: Any) -> Any:

@@ -11,7 +11,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..graph import SOURCE_ROLES, ModuleNode
+from ..graph import SOURCE_ROLES, ModuleNode, TensorNode
+from .objects import Walk, visit
 from .ops import OpRecorder
 from .optable import version
 from .state import Frame, recorded_alias
@@ -56,60 +57,91 @@ class ModuleScope(OpRecorder):
     def sub_call(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        path = self.module_path(module)
         with _Disable():
+            if not self.stack[-1].leaf:
+                self.sync_methods(module)
+            path = self.module_path(module)
             m = self.new_module(module, path, self.scope())
-            args, kwargs = self._enter_args(m, args, kwargs)
-        self.stack.append(Frame(module, m))
+            frame = Frame(module, m, leaf=not module._modules)
+            args, kwargs = self._enter_args(m, args, kwargs, frame)
+        self.stack.append(frame)
         probes = self.probes
         if probes is not None:
             probes.enter_call(m, module)
+        ok = False
         try:
             out = call(module, *args, **kwargs)
+            ok = True
         except BaseException as e:
             self.builder.fail_call(m)
             self.failed(e, path, "")
             raise
         finally:
-            self.stack.pop()
+            stack = self.stack
+            if stack[-1] is frame:
+                stack.pop()
+            else:  # method calls still open inside it
+                self.pop_frame(frame, failed=not ok)
             if probes is not None:
                 probes.exit_call(m)
         with _Disable():
-            return self.leave(m, out)
+            return self.leave(m, out, frame)
 
     def _enter_args(
-        self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Edges from every tensor argument into the module call; tensors not recorded yet
-        (parameters, buffers, constants) become source nodes and enter as RecorderTensors."""
+        (parameters, buffers, constants) become source nodes and enter as RecorderTensors.
+        Objects among the arguments are not walked: a tensor they hold enters the call when
+        something inside reads it (``read_late``)."""
         add_edge = self.builder.add_edge
+        caller = self.stack[-1]
+        cid, ckn, leaky, known = caller.node.id, caller.known, self.leaky, frame.known
         token = self.token
 
         def enter(t: torch.Tensor) -> torch.Tensor:
             node = self.node_of(t)
-            add_edge(node.id, m.id)
+            nid = node.id
+            if (nid < cid or (leaky and node.parent != cid)) and nid not in ckn:
+                self.read_late(node)  # read by the caller to pass it on
+            add_edge(nid, m.id)
+            known.add(nid)
             if type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided:
                 return t  # ours already, a stale one (tracked as a source) or another subclass
             return recorded_alias(t, node, token)
 
-        args = tuple(map_tensors(a, enter) for a in args)
+        notes: list[Any] = []  # the objects among the arguments (not walked)
+        args = tuple(map_tensors(a, enter, notes=notes) for a in args)
         if kwargs:
-            kwargs = {k: map_tensors(v, enter) for k, v in kwargs.items()}
+            kwargs = {k: map_tensors(v, enter, notes=notes) for k, v in kwargs.items()}
+        frame.objects = bool(notes)
         return args, kwargs
 
-    def leave(self, m: ModuleNode, out: Any) -> Any:
-        """The call ``m`` returned ``out``: edges to its results, in the caller's scope."""
+    def leave(self, m: ModuleNode, out: Any, frame: Frame | None = None) -> Any:
+        """The call ``m`` returned ``out``: edges to its results, in the caller's scope.
+        Tensors held by other objects in ``out`` are results when made inside the call;
+        with objects among its arguments (``frame.objects``: it may have filled them, as a
+        KV cache), the other tensors made inside it are results when used after it."""
         b = self.builder
         b.end_call(m)
         parent = self.graph.module(m.parent) if m.parent is not None else m
+        results: set[int] = set()
 
         token = self.token
 
         def result(t: torch.Tensor) -> torch.Tensor:
             if (type(t) is _RT and t._tv_tok is token) or id(t) in self.sources:
                 node = self.node_of(t)
+                nid = node.id
+                if (
+                    frame is not None
+                    and (nid < m.id or (self.leaky and node.parent != m.id))
+                    and nid not in frame.known
+                ):
+                    self.read_late(node, frame)  # read by the call to return it
                 if m.id < node.id < m.end and node.role not in SOURCE_ROLES:  # produced inside the call
                     b.add_edge(m.id, node.id)
+                    results.add(node.id)
                     return t
                 # passed through unchanged: an alias node standing for the outer tensor
                 alias = self.new_tensor(t, m.name + "_out", "intermediate", parent, copy_of=node.id, producer=m.id)
@@ -123,4 +155,37 @@ class ModuleScope(OpRecorder):
             node = self.new_tensor(t, m.name + "_out", "intermediate", parent, producer=m.id)
             return self.bind(t, node)
 
-        return map_tensors(out, result)
+        notes: list[Any] = []  # objects in the return value, walked below
+        out = map_tensors(out, result, notes=notes)
+        if notes:
+            held, walk = self.held_results(m, results), Walk()
+            for o in notes:
+                visit(o, held, False, "", walk)
+        if frame is not None and frame.objects:  # it may have stored results in them
+            self.leaky[m.id] = results
+        return out
+
+    def held_results(self, m: ModuleNode, results: set[int]) -> Callable[[torch.Tensor], None]:
+        """For the tensors held by objects that the ended call ``m`` returned or filled:
+        an edge out of ``m`` for each one made inside it (once, ids go to ``results``)."""
+        b = self.builder
+
+        def held(t: torch.Tensor) -> None:
+            node = self.known_node(t)
+            # made inside the call: by the parent, as a version made by an in-place op inside
+            # the call (``copy_`` into a slice) gets its node only now, after the call's end
+            if node is None or node.role in SOURCE_ROLES or node.id in results or node.parent is None:
+                return
+            if node.parent == m.id or m.contains(node.parent):
+                if self.leaky:
+                    self.read_late(node)  # it may have left a leaky call inside this one too
+                b.add_edge(m.id, node.id)
+                results.add(node.id)
+
+        return held
+
+    def known_node(self, t: torch.Tensor) -> TensorNode | None:
+        """The current node of ``t`` if it was seen in this recording (never a new source)."""
+        if (type(t) is _RT and t._tv_tok is self.token) or id(t) in self.sources:
+            return self.node_of(t)
+        return None

@@ -77,7 +77,7 @@ def _has_tensor(x: Any) -> bool:
         found.append(True)
         return t
 
-    map_tensors(x, see)
+    map_tensors(x, see, objects=see)  # also a tensor held by an object (an ImageList)
     return bool(found)
 
 

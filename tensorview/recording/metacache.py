@@ -167,3 +167,18 @@ def _make(spec: tuple[Any, ...], ins: list[_Tensor]) -> _Tensor:
     if kind == "view":
         return ins[spec[1]].as_strided(spec[2], spec[3], spec[4])
     return torch.empty_strided(spec[1], spec[2], dtype=spec[3], device="meta")
+
+
+def flat_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """No tensor lies deeper than one list or tuple in the call's arguments (so ``_op``
+    collected every tensor argument)."""
+    for a in (*args, *kwargs.values()):
+        if type(a) in (list, tuple) and any(
+            type(b) in (list, tuple, dict)
+            and any(isinstance(c, _Tensor) for c in (b.values() if type(b) is dict else b))
+            for b in a
+        ):
+            return False
+        if type(a) is dict:
+            return False
+    return True

@@ -18,7 +18,8 @@ from typing import Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
-from .metacache import MISS, key_of, replay, template_of
+from .metacache import MISS, flat_args, key_of, replay, template_of
+from .methods import MethodScope
 from .names import op_name
 from .optable import (
     AS_PLAIN,
@@ -31,7 +32,7 @@ from .optable import (
     storage_key,
     version,
 )
-from .state import SessionState, recorded_alias
+from .state import recorded_alias
 from .tensor import RecorderTensor
 from .tree import map_tensors
 
@@ -42,7 +43,7 @@ _Tensor = torch.Tensor
 _RT = RecorderTensor
 
 
-class OpRecorder(SessionState):
+class OpRecorder(MethodScope):
     def handle(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Every torch function call of the forward comes here (mode and subclass hook)."""
         if threading.get_ident() != self.thread or not self.running:
@@ -113,6 +114,8 @@ class OpRecorder(SessionState):
 
     # -- calls --------------------------------------------------------------------------------
     def _factory(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if not self.stack[-1].leaf:
+            self.sync_methods()
         if self.device is not None and func in DEVICE_FACTORIES and kwargs.get("device") is None:
             kwargs = dict(kwargs, device=self.device)
         out = func(*args, **kwargs)
@@ -153,8 +156,15 @@ class OpRecorder(SessionState):
             return func(*args, **kwargs)
 
         with _Disable():
-            scope = self.scope()
+            if not self.stack[-1].leaf:
+                self.sync_methods()
+            top = self.stack[-1]
+            scope = top.node
             in_nodes = [self.node_of(t) for t in ins]
+            sid, known, leaky = scope.id, top.known, self.leaky
+            for n in in_nodes:  # made before this call, or maybe left a leaky one: crossings.py
+                if (n.id < sid or (leaky and n.parent != sid)) and n.id not in known:
+                    self.read_late(n)
             fn = self.builder.add_function(op_name(func), scope, [n.id for n in in_nodes])
         if self.probes is not None and self.probes.substitutes:  # a probe runs its own function (probes.py)
             func = self.probes.substitutes.get(func, func)
@@ -211,7 +221,7 @@ class OpRecorder(SessionState):
                 return self._run(func, args, kwargs, None, fn)
             before = [version(t) for t in ins]
             out = self._run(func, args, kwargs, None, fn)
-            cache[key] = template_of(out, ins, before, flat=_flat(args, kwargs))
+            cache[key] = template_of(out, ins, before, flat=flat_args(args, kwargs))
             if self.probes is not None:
                 self.meta_memos[key] = self._memos
             return out
@@ -280,18 +290,3 @@ class OpRecorder(SessionState):
         base = fn.name + "_out" if i == 0 else f"{fn.name}_out{i}"
         node = self.new_tensor(o, base, "intermediate", self.scope(), producer=fn.id)
         return self.bind(o, node)
-
-
-def _flat(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """No tensor lies deeper than one list or tuple in the call's arguments (so ``_op``
-    collected every tensor argument)."""
-    for a in (*args, *kwargs.values()):
-        if type(a) in (list, tuple) and any(
-            type(b) in (list, tuple, dict)
-            and any(isinstance(c, _Tensor) for c in (b.values() if type(b) is dict else b))
-            for b in a
-        ):
-            return False
-        if type(a) is dict:
-            return False
-    return True

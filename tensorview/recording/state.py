@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -21,12 +21,27 @@ from .probes import Probe, Probes
 from .tensor import RecorderTensor
 
 
-@dataclass
+@dataclass(slots=True)
 class Frame:
-    """One module call being executed."""
+    """One module call being executed (or a method call of a submodule, see methods.py)."""
 
     module: nn.Module
     node: ModuleNode
+    #: a real call of a module without submodules: no method call of a submodule can start
+    #: inside it, so ops there skip the look at the Python stack (methods.py)
+    leaf: bool = False
+    #: for a method call (``self.enc.embed(x)``): the Python frame running the method
+    pyframe: Any = None
+    #: the innermost Python frame of the last event found to need no change of the stack
+    seen: Any = None
+    #: the code object of the module's ``forward`` (found at the first event inside it)
+    code: Any = None
+    #: ids of the tensor nodes known to be readable in the call without crossing its
+    #: boundary again: its arguments, and tensors checked by ``read_late`` (crossings.py)
+    known: set[int] = field(default_factory=set)
+    #: objects (not lists, tuples, dicts, dataclasses) were among the arguments: the call
+    #: may store results in them (crossings.py)
+    objects: bool = False
 
 
 class SessionState:
@@ -71,6 +86,9 @@ class SessionState:
         self.mutations: dict[int, tuple[Any, int]] = {}
         #: writes per storage, once the recording meets inference tensors (inference.py)
         self.writes: InferenceWrites | None = None
+        #: ended calls whose results may have left where no hook sees (objects among their
+        #: arguments, method calls): call id -> ids of its results so far (crossings.py)
+        self.leaky: dict[int, set[int]] = {}
 
     def failed(self, exc: BaseException, path: str, op: str) -> None:
         """``exc`` passes through (module ``path``, ``op``) while propagating."""

@@ -1,6 +1,15 @@
 """Map a function over every tensor in a nested Python value, rebuilding containers only
-where something changed (tensor, list, tuple, namedtuple, structseq, dict and its
-subclasses such as Hugging Face ``ModelOutput``, dataclass instances)."""
+where something changed.
+
+Value containers are rebuilt: list, tuple, dict and their subclasses, namedtuples,
+structseqs, dataclass instances.  Those ``torch.utils._pytree`` knows (namedtuples,
+structseqs, ``OrderedDict``, ``defaultdict``, Hugging Face ``ModelOutput``, dataclasses
+registered for ``torch.export``) are taken apart and rebuilt by their pytree functions.
+
+Other objects holding tensors (other pytree node types, plain objects' attributes such as
+torchvision's ``ImageList``) are never copied or rebuilt (objects.py): with
+``objects=fn``, each of their tensors is handed to ``fn`` and the object is kept as is;
+without it they are left alone."""
 
 from __future__ import annotations
 
@@ -10,67 +19,119 @@ from typing import Any
 
 import torch
 
+from .objects import (
+    MAP,
+    MAX_DEPTH,
+    PLAIN,
+    SEQ,
+    SKIP,
+    TREE,
+    Walk,
+    kind_of,
+    pytree_children,
+    pytree_node,
+    slot_items,
+    visit,
+)
+
 _Tensor = torch.Tensor
-_MAX_DEPTH = 32
+_MAX_DEPTH = MAX_DEPTH
+#: plain values, never containers (a fast first test)
+_VALUES = frozenset({type(None), bool, int, float, str})
 
 
-def map_tensors(obj: Any, fn: Callable[..., torch.Tensor], *, with_path: bool = False) -> Any:
+def map_tensors(
+    obj: Any,
+    fn: Callable[..., torch.Tensor],
+    *,
+    with_path: bool = False,
+    objects: Callable[..., Any] | None = None,
+    walk: Walk | None = None,
+    notes: list[Any] | None = None,
+) -> Any:
     """Return ``obj`` with each tensor ``t`` replaced by ``fn(t)`` (or ``fn(t, path)`` with
     ``with_path``, where path is ``"0_key"``-style).  Unchanged containers are returned as
-    the same object, so the caller's values are never rebuilt or altered needlessly."""
-    return _map(obj, fn, with_path, "", 0)
+    the same object, so the caller's values are never rebuilt or altered needlessly.
+    ``objects``: called (like ``fn``) on each tensor held by other objects, which are kept;
+    ``walk``: the bounds of that walk, shared between calls (``walk.roots`` lists the objects
+    walked); ``notes``: without ``objects``, the objects met are appended to it."""
+    return _map(obj, fn, with_path, "", 0, objects, walk if objects is not None else notes)
 
 
-def _map(obj: Any, fn: Callable[..., Any], with_path: bool, path: str, depth: int) -> Any:
+def _map(
+    obj: Any,
+    fn: Callable[..., Any],
+    with_path: bool,
+    path: str,
+    depth: int,
+    objects: Callable[..., Any] | None,
+    walk: Any,
+) -> Any:
     if isinstance(obj, _Tensor):
         return fn(obj, path) if with_path else fn(obj)
-    if depth > _MAX_DEPTH or obj is None or isinstance(obj, (str, bytes, int, float, bool)):
-        return obj
     t = type(obj)
+    if t in _VALUES or depth > _MAX_DEPTH:
+        return obj
     sep = "_" if path else ""
-    if t is list or t is tuple or isinstance(obj, (list, tuple)):
+    if t is list or t is tuple:
+        items = [_map(v, fn, with_path, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in enumerate(obj)]
+        return obj if all(a is b for a, b in zip(items, obj)) else t(items)
+    if t is dict:
+        new = {k: _map(v, fn, with_path, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in obj.items()}
+        return obj if all(new[k] is v for k, v in obj.items()) else new
+    kind = kind_of(obj)[0]
+    if kind == SKIP:
+        return obj
+    if kind in (TREE, PLAIN):  # other objects: their tensors are handed over, the object kept
+        if objects is not None:
+            visit(obj, objects, with_path, path, walk or Walk(), depth)
+        elif walk is not None:
+            walk.append(obj)  # ``notes``: noted, not walked
+        return obj
+    node = pytree_node(obj)  # list/tuple/dict subclasses and dataclasses: rebuilt
+    if node is not None:
+        children, context = pytree_children(node, obj)
+        values = [_map(v, fn, with_path, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in children]
+        if all(a is b for a, (_, b) in zip(values, children)):
+            return obj
+        return node.unflatten_fn(values, context)
+    if kind == SEQ:
         keys = getattr(obj, "_fields", None) or range(len(obj))
-        items = [_map(v, fn, with_path, f"{path}{sep}{k}", depth + 1) for k, v in zip(keys, obj)]
+        items = [_map(v, fn, with_path, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in zip(keys, obj)]
         if all(a is b for a, b in zip(items, obj)):
             return obj
-        if t is list or t is tuple:
-            return t(items)
         if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple
             return t(*items)
         try:
-            return t(items)  # structseq (torch.return_types) and list/tuple subclasses
+            return t(items)  # list/tuple subclasses
         except TypeError:
             return t(*items)
-    if isinstance(obj, dict):
-        new = {k: _map(v, fn, with_path, f"{path}{sep}{k}", depth + 1) for k, v in obj.items()}
+    if kind == MAP:
+        new = {k: _map(v, fn, with_path, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in obj.items()}
         if all(new[k] is v for k, v in obj.items()):
             return obj
-        if t is dict:
-            return new
         try:
-            out = t(**new) if dataclasses.is_dataclass(obj) else t(new)
+            out = t(**new) if dataclasses.is_dataclass(t) else t(new)
         except TypeError:
             out = t(new)
         return out
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        changes = {}
-        for f in dataclasses.fields(obj):
-            v = getattr(obj, f.name)
-            nv = _map(v, fn, with_path, f"{path}{sep}{f.name}", depth + 1)
-            if nv is not v:
-                changes[f.name] = nv
-        if not changes:
-            return obj
-        try:
-            return dataclasses.replace(obj, **changes)
-        except (TypeError, ValueError):
-            import copy
+    changes = {}  # a dataclass
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        nv = _map(v, fn, with_path, f"{path}{sep}{f.name}", depth + 1, objects, walk)
+        if nv is not v:
+            changes[f.name] = nv
+    if not changes:
+        return obj
+    try:
+        return dataclasses.replace(obj, **changes)
+    except (TypeError, ValueError):
+        import copy
 
-            new_obj = copy.copy(obj)
-            for k, v in changes.items():
-                object.__setattr__(new_obj, k, v)
-            return new_obj
-    return obj
+        new_obj = copy.copy(obj)
+        for k, v in changes.items():
+            object.__setattr__(new_obj, k, v)
+        return new_obj
 
 
 _ATOMS = (str, bytes, int, float, bool, complex, type(None), type, torch.dtype, torch.device)
@@ -115,26 +176,33 @@ def _strip(
         return map_tensors(obj, lambda t: fix(t) if is_ours(t) else t)
     if not objects:
         return obj
+    if callable(obj):  # modules, functions, classes
+        return obj
     d = getattr(obj, "__dict__", None)
-    if isinstance(d, dict) and not callable(obj):
+    if isinstance(d, dict):
         for k, v in list(d.items()):
             if k in _MODULE_INTERNALS:
                 continue
             nv = _strip(v, is_ours, fix, objects, seen, depth + 1)
             if nv is not v:
                 d[k] = nv
+    for k, v in slot_items(obj):
+        nv = _strip(v, is_ours, fix, objects, seen, depth + 1)
+        if nv is not v:
+            object.__setattr__(obj, k, nv)
     return obj
 
 
-def flat_tensors(obj: Any) -> list[torch.Tensor]:
-    """The tensors inside a nested value, in traversal order (what ``map_tensors`` visits)."""
+def flat_tensors(obj: Any, *, objects: bool = False) -> list[torch.Tensor]:
+    """The tensors inside a nested value, in traversal order (what ``map_tensors`` visits);
+    ``objects``: also those held by other objects."""
     found: list[torch.Tensor] = []
 
-    def visit(t: torch.Tensor) -> torch.Tensor:
+    def see(t: torch.Tensor) -> torch.Tensor:
         found.append(t)
         return t
 
-    map_tensors(obj, visit)
+    map_tensors(obj, see, objects=see if objects else None)
     return found
 
 

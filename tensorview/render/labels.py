@@ -77,7 +77,7 @@ def label_lines(view: View, node: ViewNode, options: RenderOptions | None = None
 def module_title(g: Graph, node: ViewNode, ir: ModuleNode) -> str:
     if node.members:
         return fold_title(g, node.members, node.period)
-    return f"{ir.path}: {ir.cls_name}" if ir.path else ir.cls_name
+    return f"{ir.call_name}: {ir.cls_name}" if ir.path else ir.cls_name
 
 
 _PART = re.compile(r"\.([^.\[]*)|\[([^\]]*)\]")

@@ -58,6 +58,8 @@ class JsonRenderer(Renderer):
                 rec["op"] = ir.op
             case ModuleNode():
                 rec["class"] = ir.cls_name
+                if ir.method is not None:
+                    rec["method"] = ir.method
             case TensorNode():
                 rec["role"] = ir.role
                 rec["shape"] = list(ir.shape)

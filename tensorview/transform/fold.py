@@ -20,7 +20,7 @@ def _io_shapes(g: Graph, m: ModuleNode) -> tuple[list[Shape], list[Shape]]:
 
 def same_call(g: Graph, a: ModuleNode, b: ModuleNode) -> bool:
     """Whether calls ``a`` and ``b`` did the same computation, node by node."""
-    if a.cls_name != b.cls_name or a.cls_module != b.cls_module or a.failed or b.failed:
+    if a.cls_name != b.cls_name or a.cls_module != b.cls_module or a.method != b.method or a.failed or b.failed:
         return False
     ea, eb = call_end(g, a), call_end(g, b)
     if ea - a.id != eb - b.id or a.opaque != b.opaque:
@@ -41,7 +41,7 @@ def same_call(g: Graph, a: ModuleNode, b: ModuleNode) -> bool:
                 if x.op != y.op:
                     return False
             case ModuleNode(), ModuleNode():
-                if x.cls_name != y.cls_name:
+                if x.cls_name != y.cls_name or x.method != y.method:
                     return False
             case _:  # same type (checked above), so a kind this match does not know
                 raise TypeError(f"unhandled node kind {type(x).__name__}")

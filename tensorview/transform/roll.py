@@ -30,13 +30,13 @@ def canonical(g: Graph, s: Scope, canon: list[int] | None = None) -> list[int]:
     """``canon[i]``: the node that node ``i`` is drawn as (``i`` itself unless rolled),
     starting from ``canon`` (the identity by default)."""
     canon = canon if canon is not None else list(range(len(g.nodes)))
-    first: dict[str, int] = {}
+    first: dict[tuple[str, str | None], int] = {}
     nodes, box_of, opened = g.nodes, s.box_of, s.opened
     for m in nodes:
         if type(m) is not ModuleNode:
             continue
         i = m.id
-        f = first.setdefault(m.path, i)
+        f = first.setdefault((m.path, m.method), i)
         if f == i:
             continue
         if box_of[i] == i and box_of[f] == f and i not in s.members and f not in s.members:
