@@ -223,15 +223,7 @@ def test_transformers_tier(arch: Any) -> None:
 def test_llama_7b_is_two_flops_per_parameter_per_token() -> None:
     import transformers
 
-    cfg = transformers.AutoConfig.for_model(
-        "llama",
-        num_hidden_layers=32,
-        hidden_size=4096,
-        intermediate_size=11008,
-        num_attention_heads=32,
-        num_key_value_heads=32,
-        vocab_size=32000,
-    )
+    cfg = transformers.AutoConfig.for_model("llama", **cm.LLAMA_7B)
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
     params = param_totals(model).total_params

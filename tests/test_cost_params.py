@@ -41,20 +41,7 @@ def naive_count(model: nn.Module) -> int:
 
 
 def test_gpt2_tied_embeddings_count_once() -> None:
-    import transformers
-
-    cfg = transformers.AutoConfig.for_model(
-        "gpt2",
-        n_layer=2,
-        n_embd=32,
-        n_head=4,
-        vocab_size=100,
-        n_positions=64,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    model = cm.tied_gpt2("meta")
     assert model.lm_head.weight is model.transformer.wte.weight
     totals = param_totals(model)
     wte = 100 * 32

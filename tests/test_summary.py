@@ -65,10 +65,7 @@ def test_a_weight_shared_fixture() -> None:
 
 
 def test_gpt2_tied_embeddings_count_once() -> None:
-    cfg = transformers.AutoConfig.for_model(
-        "gpt2", n_layer=2, n_embd=32, n_head=4, vocab_size=100, n_positions=64, bos_token_id=0, eos_token_id=0
-    )
-    model = transformers.AutoModelForCausalLM.from_config(cfg)
+    model = cm.tied_gpt2()
     assert model.lm_head.weight is model.transformer.wte.weight
     s = tv.summary(model, input_size=(1, 8), dtypes=[torch.long])
     naive = sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))
@@ -98,15 +95,7 @@ def test_transformers_tier(arch: Any) -> None:
 
 
 def test_llama_7b_is_two_flops_per_parameter_per_token() -> None:
-    cfg = transformers.AutoConfig.for_model(
-        "llama",
-        num_hidden_layers=32,
-        hidden_size=4096,
-        intermediate_size=11008,
-        num_attention_heads=32,
-        num_key_value_heads=32,
-        vocab_size=32000,
-    )
+    cfg = transformers.AutoConfig.for_model("llama", **cm.LLAMA_7B)
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(cfg)
     s = tv.summary(model, input_size=(1, 128), dtypes=[torch.long])
