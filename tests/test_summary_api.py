@@ -18,7 +18,7 @@ from .fixtures import cost_models as cm
 
 def test_stats_on_the_nodes_of_a_drawing() -> None:
     model = cm.MLP(16, 32, 8)
-    graph = tv.draw_graph(model, input_size=(4, 16), stats=("params", "flops"))
+    graph = tv.draw_graph(model, input_size=(4, 16), stats=("params", "flops"), source=False)
     ann = graph.graph.annotations
     assert ann.names() == ["params", "flops"]
     fc1 = next(m for m in graph.graph.modules() if m.path == "fc1")
@@ -33,7 +33,7 @@ def test_stats_on_the_nodes_of_a_drawing() -> None:
 
 
 def test_every_stat_can_be_shown() -> None:
-    graph = tv.draw_graph(cm.TwoNames(), input_size=(2, 4), stats=STATS, depth=1)
+    graph = tv.draw_graph(cm.TwoNames(), input_size=(2, 4), stats=STATS, depth=1, source=False)
     assert graph.graph.annotations.names() == [
         "params",
         "trainable_params",
@@ -58,7 +58,7 @@ def test_graph_summary_is_tv_summary() -> None:
 
 
 def test_a_graph_recorded_without_costs_says_how_to_get_them() -> None:
-    graph = tv.draw_graph(cm.MLP(), input_size=(4, 16))
+    graph = tv.draw_graph(cm.MLP(), input_size=(4, 16), source=False)
     assert graph.cost is None and not graph.graph.annotations
     with pytest.raises(tv.TensorviewError, match=r"stats=\('params', 'flops'\).*tv.summary"):
         graph.summary()

@@ -11,7 +11,8 @@ Layout (every ``*_s`` value is an index into ``strings``; node ids are positions
 * ``modules``: per module call in id order, ``[path_s, class_module_s, end - id (0 while
   running), flags (1 failed, 2 opaque)]`` flattened; ``failed``: failed function ids;
 * ``tensors``: per tensor in id order, an index into ``tensor_kinds`` (``[dtype, device,
-  role]`` triples); ``copy_of`` and ``source_name_s``: ``[id, value]`` pairs, sparse;
+  role]`` triples); ``copy_of``, ``source_name_s`` and ``method_s`` (a module
+  call made through another method than forward): ``[id, value]`` pairs, sparse;
 * ``edges``: per recorded edge (``(src, dst)`` in order, once per use) the pair
   ``[dst - previous dst, dst - src]`` flattened;
 * ``notes``: per annotation layer ``{"name", "ids": id deltas, "values": indices into
@@ -61,6 +62,7 @@ def encode(g: Graph) -> dict[str, Any]:
     copy_of: list[int] = []
     source_names: list[int] = []
     fields: list[int] = []
+    methods: list[int] = []
     for node in g.nodes:
         i = node.id
         up.append(0 if node.parent is None else i - node.parent)
@@ -87,6 +89,8 @@ def encode(g: Graph) -> dict[str, Any]:
                 what.append(s(node.cls_name))
                 flags = (FAILED if node.failed else 0) | (OPAQUE if node.opaque else 0)
                 modules += (s(node.path), s(node.cls_module), node.end - i if node.end >= 0 else 0, flags)
+                if node.method is not None:
+                    methods += (i, s(node.method))
             case _:
                 unhandled(node)
     edges: list[int] = []
@@ -107,6 +111,7 @@ def encode(g: Graph) -> dict[str, Any]:
         "tensors": tensors,
         "tensor_kinds": [list(k) for k in tensor_kinds],
         "copy_of": copy_of,
+        "method_s": methods,
         "source_name_s": source_names,
         "field_s": fields,
         "edges": edges,

@@ -30,6 +30,7 @@
     this.tkind = new Int32Array(n).fill(-1);
     this.copyOf = new Int32Array(n).fill(-1);
     this.sourceNameS = new Int32Array(n).fill(-1);
+    this.methodS = new Int32Array(n).fill(-1); // a module call through another method than forward
     this.fieldS = new Int32Array(n).fill(-1); // outputs: the field of the returned value
     this.nameS = data.name_s;
     this.whatS = data.what_s;
@@ -62,6 +63,8 @@
     for (i = 0; i < data.copy_of.length; i += 2) this.copyOf[data.copy_of[i]] = data.copy_of[i + 1];
     for (i = 0; i < data.source_name_s.length; i += 2) this.sourceNameS[data.source_name_s[i]] = data.source_name_s[i + 1];
     for (i = 0; i < data.field_s.length; i += 2) this.fieldS[data.field_s[i]] = data.field_s[i + 1];
+    var methods = data.method_s || [];
+    for (i = 0; i < methods.length; i += 2) this.methodS[methods[i]] = methods[i + 1];
     this._edges(data.edges);
     this._notes(data.notes);
     this._kids = null;
@@ -120,6 +123,9 @@
   Graph.prototype.device = function (t) { return this.tensorKinds[this.tkind[t]][1]; };
   Graph.prototype.role = function (t) { return this.tensorKinds[this.tkind[t]][2]; };
   Graph.prototype.isParam = function (t) { var r = this.role(t); return r === "parameter" || r === "buffer"; };
+  Graph.prototype.method = function (i) { return this.methodS[i] >= 0 ? this.strings[this.methodS[i]] : null; };
+  /** ``enc.embed`` for a call of ``enc``'s method ``embed``, else the path (Python's call_name). */
+  Graph.prototype.callName = function (i) { var m = this.method(i); return m === null ? this.path(i) : this.path(i) + "." + m; };
   Graph.prototype.sourceName = function (t) { return this.sourceNameS[t] >= 0 ? this.strings[this.sourceNameS[t]] : null; };
   Graph.prototype.field = function (t) { return this.fieldS[t] >= 0 ? this.strings[this.fieldS[t]] : null; };
   Graph.prototype.callEnd = function (m) { return this.end[m]; };
@@ -197,6 +203,7 @@
   /** Whether calls ``a`` and ``b`` did the same computation, node by node. */
   Graph.prototype.sameCall = function (a, b) {
     if (this.whatS[a] !== this.whatS[b] || this.clsModS[a] !== this.clsModS[b]) return false;
+    if (this.methodS[a] !== this.methodS[b]) return false;
     if (this.failed(a) || this.failed(b)) return false;
     var ea = this.end[a], eb = this.end[b];
     if (ea - a !== eb - b || this.opaque(a) !== this.opaque(b)) return false;
@@ -209,8 +216,8 @@
       if (Math.max(parent[x], 0) - a !== Math.max(parent[y], 0) - b) return false;
       if (kind[x] === TENSOR) {
         if (this.whatS[x] !== this.whatS[y] || this.dtype(x) !== this.dtype(y)) return false;
-      } else if (this.whatS[x] !== this.whatS[y]) {
-        return false; // op of a function, class of a module
+      } else if (this.whatS[x] !== this.whatS[y] || this.methodS[x] !== this.methodS[y]) {
+        return false; // op of a function, class (and method) of a module
       }
     }
     return true;

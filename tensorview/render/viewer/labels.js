@@ -77,7 +77,7 @@
 
   function moduleTitle(g, v) {
     if (v.members) return foldTitle(g, v.members, v.period);
-    return g.path(v.id) ? g.path(v.id) + ": " + g.what(v.id) : g.what(v.id);
+    return g.path(v.id) ? g.callName(v.id) + ": " + g.what(v.id) : g.what(v.id);
   }
 
   function labelLines(g, v, shapes) {

@@ -165,7 +165,7 @@
     var first = new Map();
     for (var i = 0; i < g.n; i++) {
       if (g.kind[i] !== MODULE) continue;
-      var key = g.pathS[i];
+      var key = g.pathS[i] + ":" + g.methodS[i]; // repeated calls of one path and method
       if (!first.has(key)) first.set(key, i);
       var f = first.get(key);
       if (f === i) continue;

@@ -108,7 +108,7 @@
       var paths = f.members.slice(f.shown * f.period, (f.shown + 1) * f.period).map(function (m) { return g.path(m); });
       return V.foldTitle(g, f.members, f.period) + " — showing " + (f.shown + 1) + "/" + count + ": " + (paths.length > 1 ? V.span(paths) : paths[0]);
     }
-    return g.path(c.id) ? g.path(c.id) + ": " + g.what(c.id) : g.what(c.id);
+    return g.path(c.id) ? g.callName(c.id) + ": " + g.what(c.id) : g.what(c.id);
   };
 
   // -- drawing -----------------------------------------------------------------------------
