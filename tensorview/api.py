@@ -40,13 +40,9 @@ class Recorder(BaseRecorder[ComputationGraph]):
     >>> [m.path for m in rec.graph.graph.modules()]
     ['', '0', '1']
 
-    The output is a plain tensor with the same values as without recording; the model is
-    left as it was (no hook, no patch remains, also when ``forward`` raises).  ``device``
-    is where tensors made inside ``forward`` without an explicit device are put (default:
-    the device of the first input, when that is not the CPU).  ``meta_replay``: on the
-    meta device, ops already seen with the same argument shapes are not run again; their
-    results' metadata is replayed (see recording/metacache.py), which makes recording large
-    meta models several times faster.  Graphs are the same either way.
+    ``device``, ``meta_replay`` and ``probes`` are those of ``recording.BaseRecorder`` (the
+    model is left as it was; outputs are plain tensors); ``options``/``render_options`` are
+    what ``graph`` shows and how it draws.
     """
 
     def __init__(

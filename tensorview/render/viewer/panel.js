@@ -9,13 +9,7 @@
   var V = TV.view, S = TV.search, TENSOR = TV.TENSOR, FUNCTION = TV.FUNCTION, MODULE = TV.MODULE;
   var KINDS = S.KINDS, describe = S.describe, search = S.search, jump = S.jump, mark = S.mark;
 
-  function h(tag, cls, parent, content) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (content !== undefined) e.textContent = content;
-    if (parent) parent.appendChild(e);
-    return e;
-  }
+  var h = S.h; // the one DOM helper (search.js): text only, never HTML
 
   /** Annotation values as render/labels.fmt_value writes them. */
   function fmtValue(v) {

@@ -98,5 +98,5 @@
     TV.panel.select(vw, vw.hits[vw.hitAt], true);
   }
 
-  TV.search = { search: search, jump: jump, mark: mark, describe: describe, KINDS: KINDS };
+  TV.search = { search: search, jump: jump, mark: mark, describe: describe, KINDS: KINDS, h: h };
 })();
