@@ -144,15 +144,7 @@ def test_transformers_tier_unique_counts(arch: Any) -> None:
 def test_llama_7b_parameter_count_on_meta() -> None:
     import transformers
 
-    cfg = transformers.AutoConfig.for_model(
-        "llama",
-        num_hidden_layers=32,
-        hidden_size=4096,
-        intermediate_size=11008,
-        num_attention_heads=32,
-        num_key_value_heads=32,
-        vocab_size=32000,
-    )
+    cfg = transformers.AutoConfig.for_model("llama", **cm.LLAMA_7B)
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(cfg)
     # the published count of Llama-2-7B
