@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from .graph import Graph
-from .names import Namespace
-from .nodes import FunctionNode, ModuleNode, Shape, TensorNode
+from .names import Namespace, name_nodes
+from .nodes import FunctionNode, ModuleNode, Node, Shape, TensorNode
 
 #: what a scripted op returns: ``(shape, dtype, device)`` per result
 Meta = tuple[Shape, str, str]
@@ -55,7 +55,10 @@ class GraphBuilder:
 
     def __init__(self, root_cls: str | None = None, *, cls_module: str = "tests.models") -> None:
         self.graph = Graph()
+        #: names are handed out when the graph is done (``resolve_names``, names.py)
         self.names = Namespace()
+        self._after: dict[int, int] = {}
+        self._named = 0
         self.cls_module = cls_module
         self._call_counts: dict[str, int] = {}
         #: open module calls of the scripting layer, root first
@@ -72,17 +75,14 @@ class GraphBuilder:
         g = self.graph
         k = self._call_counts.get(path, 0)
         self._call_counts[path] = k + 1
-        node = ModuleNode(
-            id=len(g.nodes),
-            name=self.names((f"{path}.{method}" if method else path).replace(".", "_") if path else "model"),
-            path=path,
-            parent=None if parent is None else parent.id,
-            depth=0 if parent is None else parent.depth + 1,
-            cls_name=cls_name,
-            cls_module=cls_module,
-            call_index=k,
-            method=method,
-        )
+        nodes = g.nodes
+        name = (f"{path}.{method}" if method else path).replace(".", "_") if path else "model"
+        if parent is None:
+            node = ModuleNode(len(nodes), name, path, None, 0, cls_name, cls_module, k, method=method)
+        else:
+            node = ModuleNode(
+                len(nodes), name, path, parent.id, parent.depth + 1, cls_name, cls_module, k, method=method
+            )
         g.nodes.append(node)
         if parent is None:
             g.root = node.id
@@ -91,11 +91,10 @@ class GraphBuilder:
     def add_function(self, op: str, parent: ModuleNode, inputs: Iterable[int] = ()) -> FunctionNode:
         """A call of op ``op`` inside ``parent``, with an edge from each input (once per use)."""
         g = self.graph
-        fn = FunctionNode(
-            id=len(g.nodes), name=self.names(op), path=parent.path, parent=parent.id, depth=parent.depth + 1, op=op
-        )
-        g.nodes.append(fn)
-        fid = fn.id
+        nodes = g.nodes
+        fid = len(nodes)
+        fn = FunctionNode(fid, op, parent.path, parent.id, parent.depth + 1, op)  # positional: fast
+        nodes.append(fn)
         g.edges.add_into(inputs, fid)
         return fn
 
@@ -111,23 +110,19 @@ class GraphBuilder:
         copy_of: int | None = None,
         source_name: str | None = None,
         producer: int | None = None,
+        named_after: Node | None = None,
     ) -> TensorNode:
-        """A tensor (version) made inside ``parent``; ``producer``: the op or call that made it."""
+        """A tensor (version) made inside ``parent``; ``producer``: the op or call that made
+        it; ``named_after``: ``base`` is a suffix to that node's name (``add_1`` -> ``add_1_out``)."""
         g = self.graph
+        nodes = g.nodes
+        if named_after is not None:
+            self._after[len(nodes)] = named_after.id
         node = TensorNode(
-            id=len(g.nodes),
-            name=self.names(base),
-            path=parent.path,
-            parent=parent.id,
-            depth=parent.depth + 1,
-            shape=shape,
-            dtype=dtype,
-            device=device,
-            role=role,
-            copy_of=copy_of,
-            source_name=source_name,
-        )
-        g.nodes.append(node)
+            len(nodes), base, parent.path, parent.id, parent.depth + 1, shape, dtype, device, role,
+            copy_of, source_name,
+        )  # fmt: skip
+        nodes.append(node)
         if producer is not None:
             g.edges.add(producer, node.id)
         return node
@@ -165,15 +160,16 @@ class GraphBuilder:
         if m.end < 0:
             m.end = len(self.graph.nodes)
 
+    def resolve_names(self) -> None:
+        """Name the nodes made since the last call (names.py: ``name_nodes``)."""
+        self._named = name_nodes(self.graph.nodes, self._named, self._after, self.names)
+
     def close(self) -> None:
-        """No more nodes will be added: free the name table (a recorded graph keeps no
-        builder state alive)."""
+        """No more nodes will be added: name them, and free the name table (a recorded graph
+        keeps no builder state alive)."""
+        self.resolve_names()
         self.names = Namespace()
         self._call_counts = {}
-
-    @property
-    def next_id(self) -> int:
-        return len(self.graph.nodes)
 
     # -- the scripting layer ------------------------------------------------------------
     @property
@@ -192,6 +188,7 @@ class GraphBuilder:
         source_name: str | None = None,
         parent: ModuleNode | None = None,
         producer: int | None = None,
+        named_after: Node | None = None,
     ) -> int:
         t = self.add_tensor(
             name,
@@ -203,6 +200,7 @@ class GraphBuilder:
             copy_of=copy_of,
             source_name=source_name,
             producer=producer,
+            named_after=named_after,
         )
         return t.id
 
@@ -266,7 +264,10 @@ class GraphBuilder:
                     call.outputs.append(r)
                 else:  # returned an outer tensor unchanged: an alias node
                     t = self.graph.tensor(r)
-                    call.outputs.append(self.tensor(t.name, t.shape, copy_of=r, producer=m.id))
+                    alias = self.add_tensor(
+                        "", self.top, t.shape, "float32", "cpu", "intermediate", copy_of=r, producer=m.id, named_after=t
+                    )
+                    call.outputs.append(alias.id)
 
     def leaf(
         self, path: str, cls: str, *args: int, op: str | None = None, builtin: bool = True, shape: Shape | None = None
@@ -290,6 +291,7 @@ class GraphBuilder:
             m = self.stack.pop()
             if m.end < 0:
                 m.end = len(self.graph.nodes)
+        self.resolve_names()
         if lint:
             self.graph.lint()
         return self.graph

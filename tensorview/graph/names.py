@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from .nodes import Node
+
 
 class Namespace:
     """Hands out unique readable names: ``add``, ``add_1``, ``add_2`` (as torch.fx does)."""
@@ -13,21 +17,21 @@ class Namespace:
         self._clean: dict[str, str] = {}
 
     def __call__(self, base: str) -> str:
-        if not (base.isascii() and base.isidentifier()):  # checked in C; most names pass
-            clean = self._clean.get(base)
-            if clean is None:
-                clean = self._clean[base] = _sanitize(base)
-            base = clean
-        n = self._used.get(base)
+        clean = self._clean.get(base)  # bases recur: each is checked once
+        if clean is None:
+            clean = self._clean[base] = base if base.isascii() and base.isidentifier() else _sanitize(base)
+        base = clean
+        used = self._used
+        n = used.get(base)
         if n is None:
-            self._used[base] = 0
+            used[base] = 0
             return base
         while True:
             n += 1
             candidate = f"{base}_{n}"
             if candidate not in self._used:
-                self._used[base] = n
-                self._used[candidate] = 0
+                used[base] = n
+                used[candidate] = 0
                 return candidate
 
 
@@ -49,3 +53,17 @@ def _sanitize(base: str) -> str:
     if out[0].isdigit():
         out = "_" + out
     return out
+
+
+def name_nodes(nodes: Sequence[Node], start: int, after: dict[int, int], names: Namespace) -> int:
+    """Give ``nodes[start:]`` their unique names, in id order, from ``names``; returns the
+    number of nodes named.  Until then a node holds its base name (``add``), or, when listed
+    in ``after`` (node id -> id of an earlier node), a suffix to that node's final name
+    (``_out`` after ``add_1``: ``add_1_out``).  Naming once at the end instead of at each
+    node's creation keeps the per-op cost of recording down; the names are the same."""
+    for i in range(start, len(nodes)):
+        node = nodes[i]
+        a = after.get(i)
+        node.name = names(node.name if a is None else nodes[a].name + node.name)
+    after.clear()
+    return len(nodes)

@@ -33,7 +33,7 @@ SOURCE_ROLES = frozenset({"input", "created", "constant", "parameter", "buffer"}
 PARAM_ROLES = frozenset({"parameter", "buffer"})
 
 
-@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+@dataclass(slots=True, eq=False, repr=False)
 class BaseNode:
     """Common part of all nodes."""
 
@@ -54,7 +54,7 @@ class BaseNode:
         return f"<{type(self).__name__} {self.id} {self.name!r} path={self.path!r}>"
 
 
-@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+@dataclass(slots=True, eq=False, repr=False)
 class TensorNode(BaseNode):
     """One version of a tensor.  An in-place op makes a new version (a new node)."""
 
@@ -80,7 +80,7 @@ class TensorNode(BaseNode):
         return self.role in PARAM_ROLES
 
 
-@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+@dataclass(slots=True, eq=False, repr=False)
 class FunctionNode(BaseNode):
     """One call of a torch function, tensor method or operator."""
 
@@ -89,7 +89,7 @@ class FunctionNode(BaseNode):
     failed: bool = False
 
 
-@dataclass(slots=True, kw_only=True, eq=False, repr=False)
+@dataclass(slots=True, eq=False, repr=False)
 class ModuleNode(BaseNode):
     """One call of an ``nn.Module``.  Its descendants have ids in ``(id, end)``."""
 

@@ -180,7 +180,7 @@ class Builder:
     def alias(self, v: Value, call: Call) -> None:
         shape, dtype, device = v.meta
         v.tid = self.b.tensor(
-            call.node.name + "_out", shape, dtype=dtype, device=device, copy_of=v.tid, producer=call.id
+            "_out", shape, dtype=dtype, device=device, copy_of=v.tid, producer=call.id, named_after=call.node
         )
         v.role = "intermediate"
 
@@ -188,7 +188,6 @@ class Builder:
         e = self.calls[c].entry
         with self.b.module(e.path, e.cls_name, *ids, cls_module=e.cls_module, opaque=True) as call:
             pass
-        base = call.node.name + "_out"
         for v in results:
             shape, dtype, device = v.meta
-            v.tid = self.b.tensor(base, shape, dtype=dtype, device=device, producer=call.id)
+            v.tid = self.b.tensor("_out", shape, dtype=dtype, device=device, producer=call.id, named_after=call.node)

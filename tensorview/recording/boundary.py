@@ -78,7 +78,7 @@ class RootBoundary(ModuleScope):
             with _Disable():
                 self.close_methods(failed=True)
             self.builder.fail_call(root)
-            self.failed(e, "", "")
+            self.failed(e, "", None)
             raise
         finally:
             interrupts.block()

@@ -58,12 +58,15 @@ class ModuleScope(OpRecorder):
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         with _Disable():
-            if not self.stack[-1].leaf:
+            caller = self.stack[-1]
+            if not caller.leaf:
                 self.sync_methods(module)
+                caller = self.stack[-1]
             path = self.module_path(module)
-            m = self.new_module(module, path, self.scope())
-            frame = Frame(module, m, leaf=not module._modules)
-            args, kwargs = self._enter_args(m, args, kwargs, frame)
+            cls = type(module)
+            m = self.builder.add_module(path, cls.__name__, cls.__module__, caller.node)
+            frame = Frame(module, m, not module._modules)
+            args, kwargs = self._enter_args(m, args, kwargs, frame, caller)
         self.stack.append(frame)
         probes = self.probes
         if probes is not None:
@@ -74,7 +77,7 @@ class ModuleScope(OpRecorder):
             ok = True
         except BaseException as e:
             self.builder.fail_call(m)
-            self.failed(e, path, "")
+            self.failed(e, path, None)
             raise
         finally:
             stack = self.stack
@@ -88,27 +91,27 @@ class ModuleScope(OpRecorder):
             return self.leave(m, out, frame)
 
     def _enter_args(
-        self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame
+        self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame, caller: Frame | None = None
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """Edges from every tensor argument into the module call; tensors not recorded yet
+        """Edges from every tensor argument into the module call (made from ``caller``, by
+        default the running one); tensors not recorded yet
         (parameters, buffers, constants) become source nodes and enter as RecorderTensors.
         Objects among the arguments are not walked: a tensor they hold enters the call when
         something inside reads it (``read_late``)."""
-        add_edge = self.builder.add_edge
-        caller = self.stack[-1]
-        cid, ckn, leaky, known = caller.node.id, caller.known, self.leaky, frame.known
-        token = self.token
+        if caller is None:
+            caller = self.stack[-1]
+        if not kwargs:  # the common case: tensors only (RecorderTensors of this recording)
+            token = self.token
+            for a in args:
+                if type(a) is not _RT or a._tv_tok is not token:
+                    break
+            else:
+                for a in args:
+                    self._enter(a, m, frame, caller)
+                return args, kwargs
 
         def enter(t: torch.Tensor) -> torch.Tensor:
-            node = self.node_of(t)
-            nid = node.id
-            if (nid < cid or (leaky and node.parent != cid)) and nid not in ckn:
-                self.read_late(node)  # read by the caller to pass it on
-            add_edge(nid, m.id)
-            known.add(nid)
-            if type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided:
-                return t  # ours already, a stale one (tracked as a source) or another subclass
-            return recorded_alias(t, node, token)
+            return self._enter(t, m, frame, caller)
 
         notes: list[Any] = []  # the objects among the arguments (not walked)
         args = tuple(map_tensors(a, enter, notes=notes) for a in args)
@@ -117,46 +120,30 @@ class ModuleScope(OpRecorder):
         frame.objects = bool(notes)
         return args, kwargs
 
+    def _enter(self, t: torch.Tensor, m: ModuleNode, frame: Frame, caller: Frame) -> torch.Tensor:
+        """Tensor argument ``t`` enters the call ``m`` (of ``frame``) made from ``caller``."""
+        node = self.node_of(t)
+        nid = node.id
+        cid = caller.node.id
+        if (nid < cid or (self.leaky and node.parent != cid)) and nid not in caller.known:
+            self.read_late(node)  # read by the caller to pass it on
+        self.builder.graph.edges.add(nid, m.id)
+        frame.known.add(nid)
+        if type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided:
+            return t  # ours already, a stale one (tracked as a source) or another subclass
+        return recorded_alias(t, node, self.token)
+
     def leave(self, m: ModuleNode, out: Any, frame: Frame | None = None) -> Any:
         """The call ``m`` returned ``out``: edges to its results, in the caller's scope.
         Tensors held by other objects in ``out`` are results when made inside the call;
         with objects among its arguments (``frame.objects``: it may have filled them, as a
         KV cache), the other tensors made inside it are results when used after it."""
-        b = self.builder
-        b.end_call(m)
-        parent = self.graph.module(m.parent) if m.parent is not None else m
+        self.builder.end_call(m)
         results: set[int] = set()
-
-        token = self.token
-
-        def result(t: torch.Tensor) -> torch.Tensor:
-            if (type(t) is _RT and t._tv_tok is token) or id(t) in self.sources:
-                node = self.node_of(t)
-                nid = node.id
-                if (
-                    frame is not None
-                    and (nid < m.id or (self.leaky and node.parent != m.id))
-                    and nid not in frame.known
-                ):
-                    self.read_late(node, frame)  # read by the call to return it
-                if m.id < node.id < m.end and node.role not in SOURCE_ROLES:  # produced inside the call
-                    b.add_edge(m.id, node.id)
-                    results.add(node.id)
-                    return t
-                # passed through unchanged: an alias node standing for the outer tensor
-                alias = self.new_tensor(t, m.name + "_out", "intermediate", parent, copy_of=node.id, producer=m.id)
-                plain = t.as_subclass(_Tensor) if type(t) is _RT else t
-                if type(plain) is _Tensor and plain.layout == torch.strided:
-                    return recorded_alias(plain, alias, token)
-                if type(t) is not _RT:  # one object (a fake or other foreign tensor): now the alias
-                    self.sources[id(t)] = [t, alias, version(t)]
-                return t
-            # a tensor we never saw: made where we could not look (scripted/C++ module)
-            node = self.new_tensor(t, m.name + "_out", "intermediate", parent, producer=m.id)
-            return self.bind(t, node)
-
+        if type(out) is _RT and (frame is None or not frame.objects):  # the common case
+            return self._result(out, m, frame, results)
         notes: list[Any] = []  # objects in the return value, walked below
-        out = map_tensors(out, result, notes=notes)
+        out = map_tensors(out, lambda t: self._result(t, m, frame, results), notes=notes)
         if notes:
             held, walk = self.held_results(m, results), Walk()
             for o in notes:
@@ -164,6 +151,32 @@ class ModuleScope(OpRecorder):
         if frame is not None and frame.objects:  # it may have stored results in them
             self.leaky[m.id] = results
         return out
+
+    def _result(self, t: torch.Tensor, m: ModuleNode, frame: Frame | None, results: set[int]) -> torch.Tensor:
+        """Tensor ``t`` is returned by the call ``m`` (of ``frame``)."""
+        token = self.token
+        if (type(t) is _RT and t._tv_tok is token) or id(t) in self.sources:
+            node = self.node_of(t)
+            nid = node.id
+            if frame is not None and (nid < m.id or (self.leaky and node.parent != m.id)) and nid not in frame.known:
+                self.read_late(node, frame)  # read by the call to return it
+            if m.id < nid < m.end and node.role not in SOURCE_ROLES:  # produced inside the call
+                self.builder.graph.edges.add(m.id, nid)
+                results.add(nid)
+                return t
+            # passed through unchanged: an alias node standing for the outer tensor
+            parent = self.graph.module(m.parent) if m.parent is not None else m
+            alias = self.new_tensor(t, "_out", "intermediate", parent, copy_of=nid, producer=m.id, named_after=m)
+            plain = t.as_subclass(_Tensor) if type(t) is _RT else t
+            if type(plain) is _Tensor and plain.layout == torch.strided:
+                return recorded_alias(plain, alias, token)
+            if type(t) is not _RT:  # one object (a fake or other foreign tensor): now the alias
+                self.sources[id(t)] = [t, alias, version(t)]
+            return t
+        # a tensor we never saw: made where we could not look (scripted/C++ module)
+        parent = self.graph.module(m.parent) if m.parent is not None else m
+        node = self.new_tensor(t, "_out", "intermediate", parent, producer=m.id, named_after=m)
+        return self.bind(t, node)
 
     def held_results(self, m: ModuleNode, results: set[int]) -> Callable[[torch.Tensor], None]:
         """For the tensors held by objects that the ended call ``m`` returned or filled:

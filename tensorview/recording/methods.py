@@ -63,7 +63,7 @@ class MethodScope(Crossings):
     _files: dict[str, bool] = {}
 
     def _enter_args(
-        self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame
+        self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame, caller: Frame | None = None
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         raise NotImplementedError  # calls.py
 

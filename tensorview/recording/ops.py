@@ -18,9 +18,8 @@ from typing import Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
-from .metacache import MISS, flat_args, key_of, replay, template_of
-from .methods import MethodScope
 from .names import op_name
+from .opcalls import OpCalls
 from .optable import (
     AS_PLAIN,
     CONSTANT_FACTORIES,
@@ -32,7 +31,7 @@ from .optable import (
     storage_key,
     version,
 )
-from .state import recorded_alias
+from .state import Frame, recorded_alias
 from .tensor import RecorderTensor
 from .tree import map_tensors
 
@@ -41,9 +40,10 @@ from .tree import map_tensors
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
 _RT = RecorderTensor
+_STRIDED = torch.strided
 
 
-class OpRecorder(MethodScope):
+class OpRecorder(OpCalls):
     def handle(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Every torch function call of the forward comes here (mode and subclass hook)."""
         if threading.get_ident() != self.thread or not self.running:
@@ -110,7 +110,7 @@ class OpRecorder(MethodScope):
             return node
         fn = self.graph.nodes[hit[1]]
         scope = self.graph.module(fn.parent) if fn.parent is not None else self.scope()
-        return self.new_tensor(t, fn.name + "_out", "intermediate", scope, producer=fn.id)
+        return self.new_tensor(t, "_out", "intermediate", scope, producer=fn.id, named_after=fn)
 
     # -- calls --------------------------------------------------------------------------------
     def _factory(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -156,16 +156,58 @@ class OpRecorder(MethodScope):
             return func(*args, **kwargs)
 
         with _Disable():
-            if not self.stack[-1].leaf:
-                self.sync_methods()
             top = self.stack[-1]
+            if not top.leaf:  # (here: methods.py reads the caller's frame at a fixed depth)
+                self.sync_methods()
+                top = self.stack[-1]
             scope = top.node
-            in_nodes = [self.node_of(t) for t in ins]
-            sid, known, leaky = scope.id, top.known, self.leaky
-            for n in in_nodes:  # made before this call, or maybe left a leaky one: crossings.py
-                if (n.id < sid or (leaky and n.parent != sid)) and n.id not in known:
-                    self.read_late(n)
-            fn = self.builder.add_function(op_name(func), scope, [n.id for n in in_nodes])
+            fn = self.builder.add_function(op_name(func), scope, self._read(ins, top))
+            if not (foreign or self.probes is not None or self.meta_cache is not None or self.writes is not None):
+                # the common case: nothing runs around the op, all under one switch-off
+                try:
+                    out = func(*args, **kwargs)
+                except BaseException as e:
+                    fn.failed = True
+                    self.failed(e, scope.path, fn)
+                    raise
+                if type(out) is _Tensor and out.layout is _STRIDED:  # one fresh result, no write?
+                    for t in ins:
+                        old = t._tv_ver if type(t) is _RT and t._tv_tok is token else sources[id(t)][2]
+                        if out is t or version(t) != old:
+                            break
+                    else:
+                        node = self.new_tensor(out, "_out", "intermediate", scope, producer=fn.id, named_after=fn)
+                        return recorded_alias(out, node, token)
+                return self._after_op(out, fn, ins, scope)
+        return self._op_around(func, args, kwargs, ins, foreign, fn, scope)
+
+    def _read(self, ins: list[torch.Tensor], top: Frame) -> list[int]:
+        """The node ids of the op arguments ``ins``, read inside the call of ``top``."""
+        ids: list[int] = []
+        sid, known, leaky, token = top.node.id, top.known, self.leaky, self.token
+        for t in ins:
+            if type(t) is _RT and t._tv_tok is token and t._tv_ver == version(t):
+                n = t._tv_node
+            else:
+                n = self.node_of(t)
+            nid = n.id
+            if (nid < sid or (leaky and n.parent != sid)) and nid not in known:
+                self.read_late(n)  # made before this call, or maybe left a leaky one: crossings.py
+            ids.append(nid)
+        return ids
+
+    def _op_around(
+        self,
+        func: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        ins: list[torch.Tensor],
+        foreign: bool,
+        fn: FunctionNode,
+        scope: ModuleNode,
+    ) -> Any:
+        """Run op ``fn`` with what must happen around it: probes, meta replay, inference
+        writes, other tensor subclasses (opcalls.py)."""
         if self.probes is not None and self.probes.substitutes:  # a probe runs its own function (probes.py)
             func = self.probes.substitutes.get(func, func)
         writes = self.writes  # inference tensors met: the op's writes are caught by schema
@@ -176,78 +218,18 @@ class OpRecorder(MethodScope):
                 out = self._run(self._call_foreign, func, args, kwargs, fn)
             elif self.meta_cache is None:
                 with _Disable():
-                    out = self._run(func, args, kwargs, None, fn) if self.probes else func(*args, **kwargs)
+                    out = self._run(func, args, kwargs, None, fn)
             else:
                 out = self._call_meta_cached(func, args, kwargs, ins, fn)
         except BaseException as e:
             fn.failed = True
-            self.failed(e, scope.path, fn.name)
+            self.failed(e, scope.path, fn)
             raise
         finally:
             if writes is not None and not writes.on_stack:
                 writes.catcher.__exit__(None, None, None)
         with _Disable():
             return self._after_op(out, fn, ins, scope)
-
-    def _run(self, call: Any, a: Any, b: Any, c: Any, fn: FunctionNode) -> Any:
-        """``call(a, b, c)`` (or ``call(*a, **b)`` when ``c`` is None) between the probes'
-        ``enter_op`` and ``exit_op``; the probes' memos are left in ``self._memos``."""
-        probes = self.probes
-        if probes is None:
-            return call(*a, **b) if c is None else call(a, b, c)
-        func = a if c is not None else call
-        probes.enter_op(fn, func)
-        try:
-            return call(*a, **b) if c is None else call(a, b, c)
-        finally:
-            self._memos = probes.exit_op(fn, func)
-
-    def _call_meta_cached(
-        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ins: list[torch.Tensor], fn: FunctionNode
-    ) -> Any:
-        cache = self.meta_cache
-        assert cache is not None
-        with _Disable():
-            key = key_of(func, args, kwargs)
-            if key is None:
-                return self._run(func, args, kwargs, None, fn)
-            template = cache.get(key)
-            if template is not None and template is not MISS:
-                self.meta_hits += 1
-                if self.probes is not None:
-                    self.probes.replay_op(fn, func, self.meta_memos[key])
-                return replay(template, ins)
-            if template is MISS:
-                return self._run(func, args, kwargs, None, fn)
-            before = [version(t) for t in ins]
-            out = self._run(func, args, kwargs, None, fn)
-            cache[key] = template_of(out, ins, before, flat=flat_args(args, kwargs))
-            if self.probes is not None:
-                self.meta_memos[key] = self._memos
-            return out
-
-    def _call_foreign(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Call with other tensor subclasses present: let their ``__torch_function__`` run,
-        with our own tensors handed over as plain aliases (so we are not asked again)."""
-        back: dict[int, torch.Tensor] = {}
-
-        def plain(t: torch.Tensor) -> torch.Tensor:
-            if type(t) is _RT:
-                p = t.as_subclass(_Tensor)
-                back[id(p)] = t
-                return p
-            return t
-
-        with _Disable():
-            args2 = tuple(map_tensors(a, plain) for a in args)
-            kwargs2 = {k: map_tensors(v, plain) for k, v in kwargs.items()}
-        out = func(*args2, **kwargs2)
-
-        def ours_again(t: torch.Tensor) -> torch.Tensor:
-            r = back.get(id(t))
-            return t if r is None else r
-
-        return map_tensors(out, ours_again)
 
     # -- results ------------------------------------------------------------------------------
     def _after_op(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], scope: ModuleNode) -> Any:
@@ -264,7 +246,7 @@ class OpRecorder(MethodScope):
             ours = type(t) is _RT and t._tv_tok is token
             old_v = t._tv_ver if ours else sources[id(t)][2]
             if v != old_v and v != -1:
-                new = self.new_tensor(t, fn.name + "_out", "intermediate", scope, producer=fid)
+                new = self.new_tensor(t, "_out", "intermediate", scope, producer=fid, named_after=fn)
                 if ours:
                     t._tv_node, t._tv_ver = new, v
                 else:
@@ -287,6 +269,7 @@ class OpRecorder(MethodScope):
                 if type(o) in PLAIN_TYPES and o.layout == torch.strided:
                     o = o.as_subclass(_Tensor)
                 break
-        base = fn.name + "_out" if i == 0 else f"{fn.name}_out{i}"
-        node = self.new_tensor(o, base, "intermediate", self.scope(), producer=fn.id)
+        node = self.new_tensor(
+            o, f"_out{i}" if i else "_out", "intermediate", self.scope(), producer=fn.id, named_after=fn
+        )
         return self.bind(o, node)

@@ -127,7 +127,8 @@ class BaseRecorder(Generic[R]):
 
     def _recording_error(self, session: Session, exc: Exception) -> RecordingError:
         g = session.graph
-        path, op = session.failure or ("", "")
+        path, node = session.failure or ("", None)
+        op = node.name if node is not None else ""
         where = f"module {path!r}" if path else "the root module"
         cls = next((m.cls_name for m in g.modules() if m.path == path and m.failed), "")
         if cls:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..graph import GraphBuilder, ModuleNode, Shape, TensorNode
+from ..graph import GraphBuilder, ModuleNode, Node, Shape, TensorNode
 from .compiled import optimized_module_type, unwrap
 from .inference import InferenceWrites
 from .optable import BUFFER_ROLE, PARAM_ROLE, device_name, dtype_name, shape_of, symbolic_shape, version
@@ -72,7 +72,7 @@ class SessionState:
         #: (module path, op) where ``failure_exc`` was raised: the innermost place the
         #: exception now propagating passed (an exception the model caught is replaced by
         #: the next one, so the failure named is the one that left the forward)
-        self.failure: tuple[str, str] | None = None
+        self.failure: tuple[str, Node | None] | None = None
         self.failure_exc: BaseException | None = None
         #: marks this session's RecorderTensors: one with another token is stale (it
         #: outlived its recording) and is treated as a plain tensor
@@ -90,8 +90,8 @@ class SessionState:
         #: arguments, method calls): call id -> ids of its results so far (crossings.py)
         self.leaky: dict[int, set[int]] = {}
 
-    def failed(self, exc: BaseException, path: str, op: str) -> None:
-        """``exc`` passes through (module ``path``, ``op``) while propagating."""
+    def failed(self, exc: BaseException, path: str, op: Node | None) -> None:
+        """``exc`` passes through (module ``path``, op node ``op``) while propagating."""
         if self.failure_exc is not exc:  # the first (innermost) place this exception passed
             self.failure, self.failure_exc = (path, op), exc
 
@@ -109,8 +109,10 @@ class SessionState:
         copy_of: int | None = None,
         source_name: str | None = None,
         producer: int | None = None,
+        named_after: Node | None = None,
     ) -> TensorNode:
-        """A node for (this version of) ``t``, made inside ``scope``."""
+        """A node for (this version of) ``t``, made inside ``scope`` (``named_after``: as
+        in ``GraphBuilder.add_tensor``)."""
         dims = shape_of(t)
         shape: Shape
         try:
@@ -127,6 +129,7 @@ class SessionState:
             copy_of=copy_of,
             source_name=source_name,
             producer=producer,
+            named_after=named_after,
         )
 
 

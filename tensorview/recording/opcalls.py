@@ -1,0 +1,82 @@
+"""How a recorded op is run when more than the op itself must happen: probes around it
+(``_run``), meta replay (``_call_meta_cached``), other tensor subclasses among its
+arguments (``_call_foreign``).  The common case runs the op directly (ops.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..graph import FunctionNode
+from .metacache import MISS, flat_args, key_of, replay, template_of
+from .methods import MethodScope
+from .optable import version
+from .tensor import RecorderTensor
+from .tree import map_tensors
+
+_Disable = torch._C.DisableTorchFunction
+_Tensor = torch.Tensor
+_RT = RecorderTensor
+
+
+class OpCalls(MethodScope):
+    def _run(self, call: Any, a: Any, b: Any, c: Any, fn: FunctionNode) -> Any:
+        """``call(a, b, c)`` (or ``call(*a, **b)`` when ``c`` is None) between the probes'
+        ``enter_op`` and ``exit_op``; the probes' memos are left in ``self._memos``."""
+        probes = self.probes
+        if probes is None:
+            return call(*a, **b) if c is None else call(a, b, c)
+        func = a if c is not None else call
+        probes.enter_op(fn, func)
+        try:
+            return call(*a, **b) if c is None else call(a, b, c)
+        finally:
+            self._memos = probes.exit_op(fn, func)
+
+    def _call_meta_cached(
+        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ins: list[torch.Tensor], fn: FunctionNode
+    ) -> Any:
+        cache = self.meta_cache
+        assert cache is not None
+        with _Disable():
+            key = key_of(func, args, kwargs)
+            if key is None:
+                return self._run(func, args, kwargs, None, fn)
+            template = cache.get(key)
+            if template is not None and template is not MISS:
+                self.meta_hits += 1
+                if self.probes is not None:
+                    self.probes.replay_op(fn, func, self.meta_memos[key])
+                return replay(template, ins)
+            if template is MISS:
+                return self._run(func, args, kwargs, None, fn)
+            before = [version(t) for t in ins]
+            out = self._run(func, args, kwargs, None, fn)
+            cache[key] = template_of(out, ins, before, flat=flat_args(args, kwargs))
+            if self.probes is not None:
+                self.meta_memos[key] = self._memos
+            return out
+
+    def _call_foreign(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call with other tensor subclasses present: let their ``__torch_function__`` run,
+        with our own tensors handed over as plain aliases (so we are not asked again)."""
+        back: dict[int, torch.Tensor] = {}
+
+        def plain(t: torch.Tensor) -> torch.Tensor:
+            if type(t) is _RT:
+                p = t.as_subclass(_Tensor)
+                back[id(p)] = t
+                return p
+            return t
+
+        with _Disable():
+            args2 = tuple(map_tensors(a, plain) for a in args)
+            kwargs2 = {k: map_tensors(v, plain) for k, v in kwargs.items()}
+        out = func(*args2, **kwargs2)
+
+        def ours_again(t: torch.Tensor) -> torch.Tensor:
+            r = back.get(id(t))
+            return t if r is None else r
+
+        return map_tensors(out, ours_again)
