@@ -61,9 +61,45 @@ def name_nodes(nodes: Sequence[Node], start: int, after: dict[int, int], names: 
     in ``after`` (node id -> id of an earlier node), a suffix to that node's final name
     (``_out`` after ``add_1``: ``add_1_out``).  Naming once at the end instead of at each
     node's creation keeps the per-op cost of recording down; the names are the same."""
+    if start == 0 and not names._used and _count_names(nodes, after, names):
+        after.clear()
+        return len(nodes)
     for i in range(start, len(nodes)):
         node = nodes[i]
         a = after.get(i)
         node.name = names(node.name if a is None else nodes[a].name + node.name)
     after.clear()
     return len(nodes)
+
+
+def _count_names(nodes: Sequence[Node], after: dict[int, int], names: Namespace) -> bool:
+    """The fast way to name all of ``nodes`` from an unused ``names``: the k-th use of a base
+    is ``base_k``.  That is what ``Namespace`` hands out as long as no such name equals
+    another base (``add_1`` used as a base and made from ``add``): then, and only then, two
+    nodes get the same name here; this is checked, and on a clash nothing is changed
+    (``False``: name them one by one).  On success ``names`` is left as if it had named
+    them."""
+    clean = names._clean
+    counts: dict[str, int] = {}
+    out: list[str] = []
+    for i, node in enumerate(nodes):
+        a = after.get(i)
+        base = node.name if a is None else out[a] + node.name
+        c = clean.get(base)
+        if c is None:
+            c = clean[base] = base if base.isascii() and base.isidentifier() else _sanitize(base)
+        n = counts.get(c)
+        if n is None:
+            counts[c] = 0
+            out.append(c)
+        else:
+            counts[c] = n + 1
+            out.append(f"{c}_{n + 1}")
+    used = dict.fromkeys(out, 0)
+    if len(used) != len(out):  # a clash
+        return False
+    used.update((c, n) for c, n in counts.items() if n)
+    names._used = used
+    for node, name in zip(nodes, out):
+        node.name = name
+    return True

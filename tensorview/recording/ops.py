@@ -170,14 +170,10 @@ class OpRecorder(OpCalls):
                     fn.failed = True
                     self.failed(e, scope.path, fn)
                     raise
-                if type(out) is _Tensor and out.layout is _STRIDED:  # one fresh result, no write?
-                    for t in ins:
-                        old = t._tv_ver if type(t) is _RT and t._tv_tok is token else sources[id(t)][2]
-                        if out is t or version(t) != old:
-                            break
-                    else:
-                        node = self.new_tensor(out, "_out", "intermediate", scope, producer=fn.id, named_after=fn)
-                        return recorded_alias(out, node, token)
+                if type(out) is _Tensor and out.layout is _STRIDED and _unchanged(ins, out, token, sources):
+                    # one fresh result, no argument written
+                    node = self.new_tensor(out, "_out", "intermediate", scope, producer=fn.id, named_after=fn)
+                    return recorded_alias(out, node, token)
                 return self._after_op(out, fn, ins, scope)
         return self._op_around(func, args, kwargs, ins, foreign, fn, scope)
 
@@ -186,8 +182,12 @@ class OpRecorder(OpCalls):
         ids: list[int] = []
         sid, known, leaky, token = top.node.id, top.known, self.leaky, self.token
         for t in ins:
-            if type(t) is _RT and t._tv_tok is token and t._tv_ver == version(t):
-                n = t._tv_node
+            if type(t) is _RT and t._tv_tok is token:
+                try:
+                    v = t._version  # (version() inlined: it is this, but for inference tensors)
+                except RuntimeError:
+                    v = version(t)
+                n = t._tv_node if t._tv_ver == v else self.node_of(t)
             else:
                 n = self.node_of(t)
             nid = n.id
@@ -273,3 +273,15 @@ class OpRecorder(OpCalls):
             o, f"_out{i}" if i else "_out", "intermediate", self.scope(), producer=fn.id, named_after=fn
         )
         return self.bind(o, node)
+
+
+def _unchanged(ins: list[torch.Tensor], out: torch.Tensor, token: object, sources: dict[int, list[Any]]) -> bool:
+    """No argument of the op is ``out`` or was written by it (its version counter moved)."""
+    try:
+        for t in ins:
+            old = t._tv_ver if type(t) is _RT and t._tv_tok is token else sources[id(t)][2]
+            if out is t or t._version != old:
+                return False
+    except RuntimeError:  # an inference tensor (no version counter): the general way
+        return False
+    return True

@@ -141,21 +141,21 @@ MODULE_ATTRS = frozenset(nn.Module().__dict__)
 #: how a tensor's model role is named in the graph
 PARAM_ROLE, BUFFER_ROLE = "parameter", "buffer"
 
-_DTYPE_NAMES: dict[Any, str] = {}
-_DEVICE_NAMES: dict[Any, str] = {}
+DTYPE_NAMES: dict[Any, str] = {}
+DEVICE_NAMES: dict[Any, str] = {}
 
 
 def dtype_name(dt: Any) -> str:
-    s = _DTYPE_NAMES.get(dt)
+    s = DTYPE_NAMES.get(dt)
     if s is None:
-        s = _DTYPE_NAMES[dt] = str(dt).replace("torch.", "")
+        s = DTYPE_NAMES[dt] = str(dt).replace("torch.", "")
     return s
 
 
 def device_name(dev: Any) -> str:
-    s = _DEVICE_NAMES.get(dev)
+    s = DEVICE_NAMES.get(dev)
     if s is None:
-        s = _DEVICE_NAMES[dev] = str(dev)
+        s = DEVICE_NAMES[dev] = str(dev)
     return s
 
 

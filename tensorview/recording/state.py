@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -16,32 +15,44 @@ from torch import nn
 from ..graph import GraphBuilder, ModuleNode, Node, Shape, TensorNode
 from .compiled import optimized_module_type, unwrap
 from .inference import InferenceWrites
-from .optable import BUFFER_ROLE, PARAM_ROLE, device_name, dtype_name, shape_of, symbolic_shape, version
+from .optable import (
+    BUFFER_ROLE,
+    DEVICE_NAMES,
+    DTYPE_NAMES,
+    PARAM_ROLE,
+    device_name,
+    dtype_name,
+    shape_of,
+    symbolic_shape,
+    version,
+)
 from .probes import Probe, Probes
 from .tensor import RecorderTensor
 
 
-@dataclass(slots=True)
 class Frame:
     """One module call being executed (or a method call of a submodule, see methods.py)."""
 
-    module: nn.Module
-    node: ModuleNode
-    #: a real call of a module without submodules: no method call of a submodule can start
-    #: inside it, so ops there skip the look at the Python stack (methods.py)
-    leaf: bool = False
-    #: for a method call (``self.enc.embed(x)``): the Python frame running the method
-    pyframe: Any = None
-    #: the innermost Python frame of the last event found to need no change of the stack
-    seen: Any = None
-    #: the code object of the module's ``forward`` (found at the first event inside it)
-    code: Any = None
-    #: ids of the tensor nodes known to be readable in the call without crossing its
-    #: boundary again: its arguments, and tensors checked by ``read_late`` (crossings.py)
-    known: set[int] = field(default_factory=set)
-    #: objects (not lists, tuples, dicts, dataclasses) were among the arguments: the call
-    #: may store results in them (crossings.py)
-    objects: bool = False
+    __slots__ = ("module", "node", "leaf", "pyframe", "seen", "code", "known", "objects")
+
+    def __init__(self, module: nn.Module, node: ModuleNode, leaf: bool = False, pyframe: Any = None) -> None:
+        self.module = module
+        self.node = node
+        #: a real call of a module without submodules: no method call of a submodule can
+        #: start inside it, so ops there skip the look at the Python stack (methods.py)
+        self.leaf = leaf
+        #: for a method call (``self.enc.embed(x)``): the Python frame running the method
+        self.pyframe = pyframe
+        #: the innermost Python frame of the last event found to need no change of the stack
+        self.seen: Any = None
+        #: the code object of the module's ``forward`` (found at the first event inside it)
+        self.code: Any = None
+        #: ids of the tensor nodes known to be readable in the call without crossing its
+        #: boundary again: its arguments, and tensors checked by ``read_late`` (crossings.py)
+        self.known: set[int] = set()
+        #: objects (not lists, tuples, dicts, dataclasses) were among the arguments: the
+        #: call may store results in them (crossings.py)
+        self.objects = False
 
 
 class SessionState:
@@ -119,12 +130,13 @@ class SessionState:
             shape = self.shapes.setdefault(dims, dims)
         except TypeError:  # symbolic sizes (device="fake"): SymInts are unhashable
             shape = symbolic_shape(dims)
+        dt, dev = t.dtype, t.device
         return self.builder.add_tensor(
             base,
             scope,
             shape,
-            dtype_name(t.dtype),
-            device_name(t.device),
+            DTYPE_NAMES.get(dt) or dtype_name(dt),
+            DEVICE_NAMES.get(dev) or device_name(dev),
             role,
             copy_of=copy_of,
             source_name=source_name,
@@ -165,6 +177,9 @@ def recorded_alias(t: torch.Tensor, node: TensorNode, token: object) -> Recorder
     bound to ``node`` of the session with ``token``."""
     r = t.as_subclass(RecorderTensor)
     r._tv_node = node
-    r._tv_ver = version(r)
+    try:
+        r._tv_ver = r._version
+    except RuntimeError:  # an inference tensor
+        r._tv_ver = version(r)
     r._tv_tok = token
     return r
