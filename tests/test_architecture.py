@@ -129,11 +129,11 @@ def test_no_kind_string_comparisons_outside_the_node_types() -> None:
     assert not offenders, f"kind-string comparisons: {offenders}"
 
 
-def test_nodes_are_constructed_only_by_the_builder() -> None:
+def test_nodes_are_constructed_only_by_the_node_factory() -> None:
     offenders = []
     node_types = {"TensorNode", "FunctionNode", "ModuleNode"}
     for path in [*modules(), *sorted((PACKAGE.parent / "tests").rglob("*.py"))]:
-        if path.name in ("builder.py", "nodes.py"):
+        if path.name in ("factory.py", "nodes.py"):
             continue
         text = path.read_text(encoding="utf-8")
         on_purpose = {i + 1 for i, line in enumerate(text.splitlines()) if "outside the builder on purpose" in line}

@@ -4,6 +4,7 @@ annotations, listings.  Imports neither torch nor graphviz, so every later stage
 
 from .annotations import SOURCE_LAYER, AnnotationPass, Annotations, annotate
 from .builder import GraphBuilder
+from .factory import NodeFactory
 from .graph import Graph, ir_of
 from .names import Namespace
 from .nodes import (
@@ -43,6 +44,7 @@ __all__ = [
     "ModuleNode",
     "Namespace",
     "Node",
+    "NodeFactory",
     "Shape",
     "TensorNode",
     "View",

@@ -5,7 +5,8 @@ Edges run from producer to consumer: tensor -> function (argument), function -> 
 module call).  An edge is listed once per use, so ``x * x`` gives the edge ``x -> mul``
 twice; renderers show that as ``×2``.  The list order is execution order.
 
-A ``Graph`` is filled by ``GraphBuilder`` (builder.py) and read by everything else.
+A ``Graph`` is filled by ``NodeFactory`` (factory.py; ``GraphBuilder`` for scripts) and
+read by everything else.
 """
 
 from __future__ import annotations

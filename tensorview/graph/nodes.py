@@ -11,7 +11,7 @@ module-call node (``None`` only for the root module call) and ``path`` the quali
 name of that module (``""`` for the root), so depth collapse and module-path listings
 are plain operations on these fields.
 
-Nodes are made only by ``GraphBuilder`` (builder.py), which hands out ids, names,
+Nodes are made only by ``NodeFactory`` (factory.py), which hands out ids, names,
 parents and depths.  Code that treats kinds differently dispatches on the type with
 ``match`` and ends with ``case _: unhandled(node)``, so a new kind fails loudly (and
 mypy reports every ``match`` that misses it) instead of being drawn as another kind.

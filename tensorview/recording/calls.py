@@ -175,8 +175,7 @@ class ModuleScope(OpRecorder):
             return t
         # a tensor we never saw: made where we could not look (scripted/C++ module)
         parent = self.graph.module(m.parent) if m.parent is not None else m
-        node = self.new_tensor(t, "_out", "intermediate", parent, producer=m.id, named_after=m)
-        return self.bind(t, node)
+        return self.bind(t, self.new_result(t, parent, m))
 
     def held_results(self, m: ModuleNode, results: set[int]) -> Callable[[torch.Tensor], None]:
         """For the tensors held by objects that the ended call ``m`` returned or filled:

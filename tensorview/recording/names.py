@@ -36,13 +36,14 @@ _REFLECTED_DUNDERS = {
     "rrshift",
     "rdiv",
 }
-_cache: dict[Any, str] = {}
+#: op -> display name, filled by ``op_name`` (read directly on the per-op hot path)
+OP_NAMES: dict[Any, str] = {}
 
 
 def op_name(func: Any) -> str:
-    name = _cache.get(func)
+    name = OP_NAMES.get(func)
     if name is None:
-        name = _cache[func] = _compute(func)
+        name = OP_NAMES[func] = _compute(func)
     return name
 
 

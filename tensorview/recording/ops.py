@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
-from .names import op_name
+from .names import OP_NAMES, op_name
 from .opcalls import OpCalls
 from .optable import (
     AS_PLAIN,
@@ -110,7 +110,7 @@ class OpRecorder(OpCalls):
             return node
         fn = self.graph.nodes[hit[1]]
         scope = self.graph.module(fn.parent) if fn.parent is not None else self.scope()
-        return self.new_tensor(t, "_out", "intermediate", scope, producer=fn.id, named_after=fn)
+        return self.new_result(t, scope, fn)
 
     # -- calls --------------------------------------------------------------------------------
     def _factory(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -161,7 +161,7 @@ class OpRecorder(OpCalls):
                 self.sync_methods()
                 top = self.stack[-1]
             scope = top.node
-            fn = self.builder.add_function(op_name(func), scope, self._read(ins, top))
+            fn = self.builder.add_function(OP_NAMES.get(func) or op_name(func), scope, self._read(ins, top))
             if not (foreign or self.probes is not None or self.meta_cache is not None or self.writes is not None):
                 # the common case: nothing runs around the op, all under one switch-off
                 try:
@@ -172,8 +172,7 @@ class OpRecorder(OpCalls):
                     raise
                 if type(out) is _Tensor and out.layout is _STRIDED and _unchanged(ins, out, token, sources):
                     # one fresh result, no argument written
-                    node = self.new_tensor(out, "_out", "intermediate", scope, producer=fn.id, named_after=fn)
-                    return recorded_alias(out, node, token)
+                    return recorded_alias(out, self.new_result(out, scope, fn), token)
                 return self._after_op(out, fn, ins, scope)
         return self._op_around(func, args, kwargs, ins, foreign, fn, scope)
 
@@ -246,7 +245,7 @@ class OpRecorder(OpCalls):
             ours = type(t) is _RT and t._tv_tok is token
             old_v = t._tv_ver if ours else sources[id(t)][2]
             if v != old_v and v != -1:
-                new = self.new_tensor(t, "_out", "intermediate", scope, producer=fid, named_after=fn)
+                new = self.new_result(t, scope, fn)
                 if ours:
                     t._tv_node, t._tv_ver = new, v
                 else:
@@ -269,10 +268,7 @@ class OpRecorder(OpCalls):
                 if type(o) in PLAIN_TYPES and o.layout == torch.strided:
                     o = o.as_subclass(_Tensor)
                 break
-        node = self.new_tensor(
-            o, f"_out{i}" if i else "_out", "intermediate", self.scope(), producer=fn.id, named_after=fn
-        )
-        return self.bind(o, node)
+        return self.bind(o, self.new_result(o, self.scope(), fn, f"_out{i}" if i else "_out"))
 
 
 def _unchanged(ins: list[torch.Tensor], out: torch.Tensor, token: object, sources: dict[int, list[Any]]) -> bool:

@@ -10,7 +10,7 @@ Three hooks feed one ``Session``:
 * ``RecorderTensor.__torch_function__`` forwards to ``handle`` too when the mode is not on
   the stack.
 
-State lives in ``SessionState`` (state.py); nodes are made through its ``GraphBuilder``.
+State lives in ``SessionState`` (state.py); nodes are made through its ``NodeFactory``.
 """
 
 from __future__ import annotations

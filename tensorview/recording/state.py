@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..graph import GraphBuilder, ModuleNode, Node, Shape, TensorNode
+from ..graph import ModuleNode, Node, NodeFactory, Shape, TensorNode
 from .compiled import optimized_module_type, unwrap
 from .inference import InferenceWrites
 from .optable import (
@@ -72,7 +72,7 @@ class SessionState:
         self._memos: tuple[Any, ...] = ()
         self.meta_hits = 0
         self.device = torch.device(device) if device is not None else None
-        self.builder = GraphBuilder()
+        self.builder = NodeFactory()
         #: one tuple object per distinct shape (nodes share them)
         self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
         self.graph = self.builder.graph
@@ -123,7 +123,7 @@ class SessionState:
         named_after: Node | None = None,
     ) -> TensorNode:
         """A node for (this version of) ``t``, made inside ``scope`` (``named_after``: as
-        in ``GraphBuilder.add_tensor``)."""
+        in ``NodeFactory.add_tensor``)."""
         dims = shape_of(t)
         shape: Shape
         try:
@@ -142,6 +142,24 @@ class SessionState:
             source_name=source_name,
             producer=producer,
             named_after=named_after,
+        )
+
+    def new_result(self, t: torch.Tensor, scope: ModuleNode, producer: Node, suffix: str = "_out") -> TensorNode:
+        """A node for ``t`` made by ``producer`` inside ``scope`` and named after it: the
+        common case of ``new_tensor``, in positional calls (the per-op hot path)."""
+        try:
+            dims = tuple(t.shape)
+            shape: Shape = self.shapes.setdefault(dims, dims)
+        except (RuntimeError, TypeError):  # nested tensors, symbolic sizes: the general way
+            return self.new_tensor(t, suffix, "intermediate", scope, producer=producer.id, named_after=producer)
+        dt, dev = t.dtype, t.device
+        return self.builder.add_result(
+            suffix,
+            scope,
+            shape,
+            DTYPE_NAMES.get(dt) or dtype_name(dt),
+            DEVICE_NAMES.get(dev) or device_name(dev),
+            producer,
         )
 
 

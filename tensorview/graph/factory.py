@@ -1,0 +1,149 @@
+"""``NodeFactory``: the one place where nodes and edges are created.
+
+Ids (execution order), unique names, parents, depths, paths, call indices and edges are
+assigned here, as ``torch.fx.Graph.create_node`` does for fx, by small fast calls that the
+recorder makes as a forward runs (parents given explicitly): ``add_module``,
+``add_function``, ``add_tensor``, ``add_result``, ``add_edge``, ``end_call``.  Names are
+handed out once, when the graph is done (``resolve_names``, names.py).  ``GraphBuilder``
+(builder.py) adds a scripting layer for graphs written by hand or translated from another
+IR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .graph import Graph
+from .names import Namespace, name_nodes
+from .nodes import FunctionNode, ModuleNode, Node, Shape, TensorNode
+
+
+class NodeFactory:
+    """Makes the nodes and edges of one ``Graph``."""
+
+    def __init__(self) -> None:
+        self.graph = Graph()
+        #: names are handed out when the graph is done (``resolve_names``, names.py)
+        self.names = Namespace()
+        self._after: dict[int, int] = {}
+        self._named = 0
+        self._call_counts: dict[str, int] = {}
+
+    def add_module(
+        self, path: str, cls_name: str, cls_module: str, parent: ModuleNode | None, *, method: str | None = None
+    ) -> ModuleNode:
+        """A module call; ``parent=None`` makes it the root call; ``method``: the method run
+        when not ``forward`` through ``__call__``."""
+        g = self.graph
+        k = self._call_counts.get(path, 0)
+        self._call_counts[path] = k + 1
+        nodes = g.nodes
+        name = (f"{path}.{method}" if method else path).replace(".", "_") if path else "model"
+        if parent is None:
+            node = ModuleNode(len(nodes), name, path, None, 0, cls_name, cls_module, k, method=method)
+        else:
+            node = ModuleNode(
+                len(nodes), name, path, parent.id, parent.depth + 1, cls_name, cls_module, k, method=method
+            )
+        g.nodes.append(node)
+        if parent is None:
+            g.root = node.id
+        return node
+
+    def add_function(self, op: str, parent: ModuleNode, inputs: Iterable[int] = ()) -> FunctionNode:
+        """A call of op ``op`` inside ``parent``, with an edge from each input (once per use)."""
+        g = self.graph
+        nodes = g.nodes
+        fid = len(nodes)
+        fn = FunctionNode(fid, op, parent.path, parent.id, parent.depth + 1, op)  # positional: fast
+        nodes.append(fn)
+        g.edges.add_into(inputs, fid)
+        return fn
+
+    def add_tensor(
+        self,
+        base: str,
+        parent: ModuleNode,
+        shape: Shape,
+        dtype: str,
+        device: str,
+        role: str,
+        *,
+        copy_of: int | None = None,
+        source_name: str | None = None,
+        producer: int | None = None,
+        named_after: Node | None = None,
+    ) -> TensorNode:
+        """A tensor (version) made inside ``parent``; ``producer``: the op or call that made
+        it; ``named_after``: ``base`` is a suffix to that node's name (``add_1`` -> ``add_1_out``)."""
+        g = self.graph
+        nodes = g.nodes
+        if named_after is not None:
+            self._after[len(nodes)] = named_after.id
+        node = TensorNode(
+            len(nodes), base, parent.path, parent.id, parent.depth + 1, shape, dtype, device, role,
+            copy_of, source_name,
+        )  # fmt: skip
+        nodes.append(node)
+        if producer is not None:
+            g.edges.add(producer, node.id)
+        return node
+
+    def add_result(
+        self, suffix: str, parent: ModuleNode, shape: Shape, dtype: str, device: str, producer: Node
+    ) -> TensorNode:
+        """A tensor made by ``producer`` (an op or a call) inside ``parent`` and named after
+        it: ``add_tensor``'s most common case, in one positional call."""
+        g = self.graph
+        nodes = g.nodes
+        tid = len(nodes)
+        pid = producer.id
+        self._after[tid] = pid
+        node = TensorNode(tid, suffix, parent.path, parent.id, parent.depth + 1, shape, dtype, device, "intermediate")
+        nodes.append(node)
+        g.edges.add(pid, tid)
+        return node
+
+    def add_edge(self, src: int, dst: int) -> None:
+        self.graph.edges.add(src, dst)
+
+    def add_input(self, t: TensorNode) -> None:
+        """``t`` is an argument of the root call (in argument order)."""
+        g = self.graph
+        g.inputs.append(t.id)
+        if g.root is not None:
+            g.edges.add(t.id, g.root)
+
+    def mark_output(self, t: TensorNode, name: str | None = None, field: str | None = None) -> None:
+        """``t`` is returned by the root call (listed once, in return order); ``name``: where
+        in the returned value (its ``source_name`` unless it has one, as inputs and
+        parameters do), ``field``: the top-level part of the returned value holding it."""
+        if t.role == "intermediate":
+            t.role = "output"
+        if name is not None and t.source_name is None:
+            t.source_name = name
+            t.field = field
+        if t.id not in self.graph.outputs:
+            self.graph.outputs.append(t.id)
+
+    def end_call(self, m: ModuleNode) -> None:
+        """The call ``m`` returned: later nodes are outside it."""
+        m.end = len(self.graph.nodes)
+        m.opaque = m.end == m.id + 1
+
+    def fail_call(self, m: ModuleNode) -> None:
+        """The call ``m`` raised (its end is where it stopped, unless already set)."""
+        m.failed = True
+        if m.end < 0:
+            m.end = len(self.graph.nodes)
+
+    def resolve_names(self) -> None:
+        """Name the nodes made since the last call (names.py: ``name_nodes``)."""
+        self._named = name_nodes(self.graph.nodes, self._named, self._after, self.names)
+
+    def close(self) -> None:
+        """No more nodes will be added: name them, and free the name table (a recorded graph
+        keeps no builder state alive)."""
+        self.resolve_names()
+        self.names = Namespace()
+        self._call_counts = {}
