@@ -3,6 +3,7 @@ other threads undisturbed."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from typing import Any
 
@@ -62,7 +63,7 @@ def test_keyboard_interrupt_passes_through_and_everything_is_undone() -> None:
     model = Interrupted()
     with pytest.raises(KeyboardInterrupt), Recorder(model):
         model(zoo.x4())
-    assert not is_patched() and mode_stack_depth() == 0
+    assert not is_patched() and mode_stack_depth() == 0 and gc.isenabled()
     y = model.fc(zoo.x4())  # the model still works, plainly
     assert type(y) is torch.Tensor
 
@@ -160,3 +161,31 @@ def test_an_error_caught_inside_forward_is_not_a_recording_error() -> None:
     assert [m.path for m in g.modules() if m.failed] == ["fast"]  # it did fail, and is shown so
     assert g.nodes[g.outputs[0]].path == "slow"
     rec.graph  # drawable
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize("fails", [False, True])
+def test_cycle_collection_is_off_while_recording_and_restored_after(enabled: bool, fails: bool) -> None:
+    seen: list[bool] = []
+
+    class Net(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen.append(gc.isenabled())
+            if fails:
+                raise ValueError("boom")
+            return x + 1
+
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        net = Net()
+        if fails:
+            with pytest.raises(RecordingError), Recorder(net):
+                net(torch.zeros(2))
+        else:
+            with Recorder(net):
+                net(torch.zeros(2))
+        assert seen == [False]  # off inside the forward
+        assert gc.isenabled() is enabled  # as it was before, also after a failure
+    finally:
+        gc.enable() if was else gc.disable()

@@ -62,7 +62,7 @@ class ModuleScope(OpRecorder):
             if not caller.leaf:
                 self.sync_methods(module)
                 caller = self.stack[-1]
-            path = self.module_path(module)
+            path = self.module_names.get(id(module)) or self.module_path(module)
             cls = type(module)
             m = self.builder.add_module(path, cls.__name__, cls.__module__, caller.node)
             frame = Frame(module, m, not module._modules)
@@ -105,9 +105,16 @@ class ModuleScope(OpRecorder):
             for a in args:
                 if type(a) is not _RT or a._tv_tok is not token:
                     break
-            else:
+            else:  # (``_enter`` inlined)
+                cid, mid, ckn, known, leaky = caller.node.id, m.id, caller.known, frame.known, self.leaky
+                add = self.builder.graph.edges.add
                 for a in args:
-                    self._enter(a, m, frame, caller)
+                    node = a._tv_node if a._tv_ver == version(a) else self.node_of(a)
+                    nid = node.id
+                    if (nid < cid or (leaky and node.parent != cid)) and nid not in ckn:
+                        self.read_late(node)  # read by the caller to pass it on
+                    add(nid, mid)
+                    known.add(nid)
                 return args, kwargs
 
         def enter(t: torch.Tensor) -> torch.Tensor:
@@ -156,7 +163,7 @@ class ModuleScope(OpRecorder):
         """Tensor ``t`` is returned by the call ``m`` (of ``frame``)."""
         token = self.token
         if (type(t) is _RT and t._tv_tok is token) or id(t) in self.sources:
-            node = self.node_of(t)
+            node = t._tv_node if type(t) is _RT and t._tv_tok is token and t._tv_ver == version(t) else self.node_of(t)
             nid = node.id
             if frame is not None and (nid < m.id or (self.leaky and node.parent != m.id)) and nid not in frame.known:
                 self.read_late(node, frame)  # read by the call to return it
