@@ -35,6 +35,9 @@ class Namespace:
                 return candidate
 
 
+#: suffixes known to keep a clean name clean (``_sanitize`` is skipped after them)
+_CLEAN_SUFFIX = {s: True for s in ("", "_out", *(f"_out{i}" for i in range(1, 64)))}
+
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
@@ -84,10 +87,15 @@ def _count_names(nodes: Sequence[Node], after: dict[int, int], names: Namespace)
     out: list[str] = []
     for i, node in enumerate(nodes):
         a = after.get(i)
-        base = node.name if a is None else out[a] + node.name
-        c = clean.get(base)
-        if c is None:
-            c = clean[base] = base if base.isascii() and base.isidentifier() else _sanitize(base)
+        if a is None:
+            c = clean.get(node.name)
+            if c is None:
+                base = node.name
+                c = clean[base] = base if base.isascii() and base.isidentifier() else _sanitize(base)
+        else:  # a final name and a suffix: clean when the suffix is
+            c = out[a] + node.name
+            if not _CLEAN_SUFFIX.get(node.name, False):
+                c = _sanitize(c)
         n = counts.get(c)
         if n is None:
             counts[c] = 0

@@ -148,7 +148,14 @@ class RootBoundary(ModuleScope):
             return t.as_subclass(_Tensor)
 
         strip_in_place((args, kwargs), is_ours, plain)
-        for m in module.modules():
+        seen: set[int] = set()
+        stack = [module]
+        while stack:  # module.modules(), without its generator per level
+            m = stack.pop()
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            stack.extend([c for c in m._modules.values() if c is not None])
             d = m.__dict__
             for k in d.keys() - MODULE_ATTRS:  # only what the model itself stored
                 v = d[k]

@@ -186,7 +186,9 @@ def model_names(model: nn.Module) -> tuple[dict[int, str], dict[int, tuple[str, 
         for k, b in m._buffers.items():
             if b is not None:
                 buffers.setdefault(id(b), (prefix + k, BUFFER_ROLE))
-        stack.extend((prefix + k, c) for k, c in reversed(m._modules.items()) if c is not None)
+        children = m._modules
+        if children:
+            stack.extend([(prefix + k, c) for k, c in reversed(children.items()) if c is not None])
     return modules, {**buffers, **params}
 
 
