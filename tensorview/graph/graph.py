@@ -21,13 +21,14 @@ from .nodes import FunctionNode, ModuleNode, Node, Shape, TensorNode
 
 
 class EdgeList:
-    """The edges ``(source id, target id)`` in use order, two machine integers each (16
-    bytes an edge instead of a 64-byte tuple in a list).  Iterating gives tuples."""
+    """The edges ``(source id, target id)`` in use order, two 32-bit integers each (8
+    bytes an edge instead of a 64-byte tuple in a list; a graph of 2**31 nodes would need
+    over 100 GB for its nodes alone).  Iterating gives tuples."""
 
     __slots__ = ("_ids",)
 
     def __init__(self, edges: Iterable[tuple[int, int]] = ()) -> None:
-        self._ids = array("q")
+        self._ids = array("i")
         for s, d in edges:
             self._ids.append(s)
             self._ids.append(d)

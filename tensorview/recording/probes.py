@@ -16,6 +16,9 @@ equivalent function that lets it see better facts (the cost probe runs attention
 through the CPU's fused kernel, so autograd saves what it saves on a real device).  The
 node keeps the op's name; the session swaps the function only while probes run.
 
+Node names are handed out when the recording ends (graph/names.py): while it runs, a
+probe should key what it finds by node id and read ``op``, ``path`` and shapes, not names.
+
 >>> import torch
 >>> from tensorview.recording import Recorder
 >>> class CountOps(Probe):
