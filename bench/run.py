@@ -74,16 +74,23 @@ def timed(fn: Callable[[], Any], budget: float | None = None) -> float:
 def least_cpu_interleaved(a: Callable[[], Any], b: Callable[[], Any], repeats: int) -> tuple[float, float]:
     """The least CPU time (``process_time``) of ``a`` and of ``b`` over ``repeats`` runs each,
     taken alternately (after one warm-up each), so both see the same machine: the least
-    is the run the machine disturbed least (as ``timeit`` advises)."""
+    is the run the machine disturbed least (as ``timeit`` advises).  With one intra-op
+    thread: other threads' CPU time (torch's pool spins after each parallel op) would count
+    in proportion to the wall time, and the recording's own work is one thread's anyway."""
     best = [float("inf"), float("inf")]
-    a()
-    b()
-    for _ in range(repeats):
-        for i, fn in enumerate((a, b)):
-            gc.collect()
-            t0 = time.process_time()
-            fn()
-            best[i] = min(best[i], time.process_time() - t0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        a()
+        b()
+        for _ in range(repeats):
+            for i, fn in enumerate((a, b)):
+                gc.collect()
+                t0 = time.process_time()
+                fn()
+                best[i] = min(best[i], time.process_time() - t0)
+    finally:
+        torch.set_num_threads(threads)
     return best[0], best[1]
 
 
@@ -636,8 +643,8 @@ def main() -> None:
             "- **dot -Tsvg**: CPU seconds of Graphviz laying out tensorview's default view (one run, cut off "
             f"at {DOT_TIMEOUT_S:.0f} s); **torchlens**: `torchlens.trace(model, x)` with its defaults (CPU "
             "models only: it refuses meta tensors); **us/op**: (Recorder - plain) / ops, the recording overhead "
-            "per recorded op; on CPU models from the least CPU time (`process_time`) of 7+ runs of each, "
-            "alternated (the other columns are medians of wall time).\n"
+            "per recorded op; on CPU models from the least CPU time (`process_time`, one intra-op thread) of "
+            "7+ runs of each, alternated (the other columns are medians of wall time).\n"
             "- densenet201 and raft_small with torchvision's layout are torchvision-free replicas "
             "(bench/replicas.py): same module tree and control flow.\n"
             "- Transformers models are full-size configs built on meta with inputs on meta (sequence length "
