@@ -228,6 +228,9 @@ class OpRecorder(OpCalls):
             if writes is not None and not writes.on_stack:
                 writes.catcher.__exit__(None, None, None)
         with _Disable():
+            token = self.token
+            if type(out) is _Tensor and out.layout is _STRIDED and _unchanged(ins, out, token, self.sources):
+                return recorded_alias(out, self.new_result(out, scope, fn), token)  # as in ``_op``
             return self._after_op(out, fn, ins, scope)
 
     # -- results ------------------------------------------------------------------------------
