@@ -36,7 +36,7 @@ class Namespace:
 
 
 #: suffixes known to keep a clean name clean (``_sanitize`` is skipped after them)
-_CLEAN_SUFFIX = {s: True for s in ("", "_out", *(f"_out{i}" for i in range(1, 64)))}
+_CLEAN_SUFFIXES = frozenset(("", "_out", *(f"_out{i}" for i in range(1, 64))))
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -94,7 +94,7 @@ def _count_names(nodes: Sequence[Node], after: dict[int, int], names: Namespace)
                 c = clean[base] = base if base.isascii() and base.isidentifier() else _sanitize(base)
         else:  # a final name and a suffix: clean when the suffix is
             c = out[a] + node.name
-            if not _CLEAN_SUFFIX.get(node.name, False):
+            if node.name not in _CLEAN_SUFFIXES:
                 c = _sanitize(c)
         n = counts.get(c)
         if n is None:

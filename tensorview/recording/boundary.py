@@ -22,13 +22,11 @@ from .inference import InferenceWrites
 from .optable import MODULE_ATTRS, version
 from .state import Frame
 from .tensor import RecorderTensor
-from .tree import flat_tensors, map_tensors, output_names, strip_in_place
+from .tree import ATOM_TYPES, flat_tensors, map_tensors, output_names, strip_in_place
 
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
 _RT = RecorderTensor
-#: values a module attribute tuple may hold that can hold no tensor
-_ATOM_TYPES = frozenset({int, float, bool, str, type(None)})
 #: the thread's torch-function switch (torch >= 2.4), put back when the root call ends
 _get_tf_state: Any = getattr(torch._C, "_get_torch_function_state", None)
 _set_tf_state: Any = getattr(torch._C, "_set_torch_function_state", None)
@@ -160,11 +158,11 @@ class RootBoundary(ModuleScope):
             for k in d.keys() - MODULE_ATTRS:  # only what the model itself stored
                 v = d[k]
                 t = type(v)
-                if t in _ATOM_TYPES:
+                if t in ATOM_TYPES:
                     continue
                 if t is _RT:
                     d[k] = plain(v)
-                elif t is tuple and all(type(x) in _ATOM_TYPES for x in v):
+                elif t is tuple and all(type(x) in ATOM_TYPES for x in v):
                     continue  # kernel_size=(3, 3) and the like: nothing to look into
                 elif isinstance(v, (_Tensor, list, tuple, dict)):
                     d[k] = strip_in_place(v, is_ours, plain, objects=False)

@@ -170,9 +170,6 @@ class OpRecorder(OpCalls):
                     fn.failed = True
                     self.failed(e, scope.path, fn)
                     raise
-                if type(out) is _Tensor and out.layout is _STRIDED and _unchanged(ins, out, token, sources):
-                    # one fresh result, no argument written
-                    return recorded_alias(out, self.new_result(out, scope, fn), token)
                 return self._after_op(out, fn, ins, scope)
         return self._op_around(func, args, kwargs, ins, foreign, fn, scope)
 
@@ -228,18 +225,18 @@ class OpRecorder(OpCalls):
             if writes is not None and not writes.on_stack:
                 writes.catcher.__exit__(None, None, None)
         with _Disable():
-            token = self.token
-            if type(out) is _Tensor and out.layout is _STRIDED and _unchanged(ins, out, token, self.sources):
-                return recorded_alias(out, self.new_result(out, scope, fn), token)  # as in ``_op``
             return self._after_op(out, fn, ins, scope)
 
     # -- results ------------------------------------------------------------------------------
     def _after_op(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], scope: ModuleNode) -> Any:
         sources = self.sources
+        token = self.token
+        if type(out) is _Tensor and out.layout is _STRIDED and _unchanged(ins, out, token, sources):
+            # the common case: one fresh result, no argument written
+            return recorded_alias(out, self.new_result(out, scope, fn), token)
         fid = fn.id
         # in-place: an argument whose version counter moved was mutated by this op
         mutated: dict[int, TensorNode] = {}
-        token = self.token
         t: Any
         for t in ins:
             if id(t) in mutated:

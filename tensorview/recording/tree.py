@@ -135,6 +135,8 @@ def _map(
 
 
 _ATOMS = (str, bytes, int, float, bool, complex, type(None), type, torch.dtype, torch.device)
+#: the same, for a test of ``type(x)`` (a value of one of these holds no tensor)
+ATOM_TYPES = frozenset(_ATOMS)
 _MODULE_INTERNALS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"})
 
 
