@@ -11,7 +11,7 @@ from torch import nn
 
 import tensorview as tv
 from tensorview.recording import is_patched
-from tensorview.recording import recorder as _recorder
+from tensorview.recording import modulecall as _modulecall
 
 from .fixtures import interrupts
 from .fixtures import models as zoo
@@ -32,7 +32,7 @@ def test_random_interrupts_leave_nothing_behind() -> None:
 
 def test_a_stale_wrapper_left_installed_heals_at_the_next_recording() -> None:
     original = nn.Module.__call__
-    nn.Module.__call__ = _recorder._make_call(original)  # what an interrupted recording left behind
+    nn.Module.__call__ = _modulecall._make_call(original)  # what an interrupted recording left behind
     try:
         graph = tv.draw_graph(zoo.Shared(), input_size=(2, 4), depth=9)
         assert nn.Module.__call__ is original and not is_patched()  # never saved as "original"

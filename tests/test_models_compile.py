@@ -224,6 +224,38 @@ def test_recording_inside_a_compiled_caller() -> None:
     assert torch.allclose(out, m(inp) * 2)
 
 
+def test_module_calls_inside_the_root_call_skip_the_dynamo_guard() -> None:
+    """Outside a root call the patched ``nn.Module.__call__`` sits behind
+    ``torch._dynamo.disable`` (a compiled caller graph-breaks into it); inside, where the
+    eager stance keeps Dynamo from tracing, its unguarded twin is installed (a microsecond
+    a module call), and the guarded one is back when the root call ends, also on errors."""
+    seen: list[Any] = []
+
+    class Probe(nn.Module):
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            seen.append(nn.Module.__call__)
+            if t.shape[0] == 0:
+                raise ValueError("empty")
+            return t + 1
+
+    m = nn.Sequential(Probe())
+    original = nn.Module.__call__
+    with tv.Recorder(m):
+        guarded = nn.Module.__call__
+        m(torch.randn(2, 3))
+        assert nn.Module.__call__ is guarded
+    assert getattr(guarded, "_torchdynamo_disable", False)  # Dynamo is loaded here
+    assert seen[0] is guarded.__tv_bare__ and not getattr(seen[0], "_torchdynamo_disable", False)
+    assert nn.Module.__call__ is original
+    with pytest.raises(ValueError, match="empty"), tv.Recorder(m):
+        guarded = nn.Module.__call__
+        try:
+            m(torch.randn(0, 3))
+        finally:
+            assert nn.Module.__call__ is guarded
+    assert seen[1] is guarded.__tv_bare__ and nn.Module.__call__ is original
+
+
 def _cxx_compiler() -> str | None:
     return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
 

@@ -19,6 +19,7 @@ from . import interrupts
 from .calls import ModuleScope
 from .compiled import EAGER_STANCE
 from .inference import InferenceWrites
+from .modulecall import MODULE_CALL
 from .optable import MODULE_ATTRS, version
 from .state import Frame
 from .tensor import RecorderTensor
@@ -65,12 +66,15 @@ class RootBoundary(ModuleScope):
         tf_state = _get_tf_state() if _get_tf_state is not None else None
         self.stack.append(Frame(module, root, leaf=not module._modules))
         self.running = True
-        stance = False
+        stance = unguarded = False
         try:
             if self.probes is not None:
                 self.probes.start(root, module)
             EAGER_STANCE.acquire()  # torch.compile'd code inside runs eagerly (compiled.py)
             stance = True
+            if EAGER_STANCE.eager:  # nothing is traced now: module calls skip the Dynamo guard
+                MODULE_CALL.unguard()
+                unguarded = True
             self._mode.__enter__()
             if torch.is_inference_mode_enabled() or (first is not None and first.is_inference()):
                 self.writes = InferenceWrites()  # no version counters: catch writes (inference.py)
@@ -116,6 +120,8 @@ class RootBoundary(ModuleScope):
                 if self.writes is not None:
                     self.writes.close()
                     self.writes = None
+                if unguarded:
+                    MODULE_CALL.reguard()
                 if stance:
                     EAGER_STANCE.release()
                 self.leaky.clear()

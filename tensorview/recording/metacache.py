@@ -60,13 +60,21 @@ def key_of(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[An
     return tuple(parts)
 
 
+#: dtype -> whether its tensors can be replayed (not complex, not quantized), learnt on use
+_DTYPE_OK: dict[torch.dtype, bool] = {}
+
+
 def _describe(a: Any, parts: list[Any], depth: int) -> bool:
     if isinstance(a, _Tensor):
-        if not a.is_meta or a.layout != _STRIDED or a.is_complex() or a.is_quantized:
+        dt = a.dtype
+        ok = _DTYPE_OK.get(dt)
+        if ok is None:
+            ok = _DTYPE_OK[dt] = not (a.is_complex() or a.is_quantized)
+        if not ok or not a.is_meta or a.layout is not _STRIDED:
             return False
         if a.requires_grad and torch.is_grad_enabled():
             return False
-        parts.append((a.shape, a.stride(), a.storage_offset(), a.dtype))
+        parts.append((a.shape, a.stride(), a.storage_offset(), dt))
         return True
     ta = type(a)
     if ta in _ATOMS:

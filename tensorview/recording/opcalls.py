@@ -37,26 +37,27 @@ class OpCalls(MethodScope):
     def _call_meta_cached(
         self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ins: list[torch.Tensor], fn: FunctionNode
     ) -> Any:
+        """Op ``fn`` on meta, replayed when seen before (metacache.py); called with torch
+        functions switched off."""
         cache = self.meta_cache
         assert cache is not None
-        with _Disable():
-            key = key_of(func, args, kwargs)
-            if key is None:
-                return self._run(func, args, kwargs, None, fn)
-            template = cache.get(key)
-            if template is not None and template is not MISS:
-                self.meta_hits += 1
-                if self.probes is not None:
-                    self.probes.replay_op(fn, func, self.meta_memos[key])
-                return replay(template, ins)
-            if template is MISS:
-                return self._run(func, args, kwargs, None, fn)
-            before = [version(t) for t in ins]
-            out = self._run(func, args, kwargs, None, fn)
-            cache[key] = template_of(out, ins, before, flat=flat_args(args, kwargs))
+        key = key_of(func, args, kwargs)
+        if key is None:
+            return self._run(func, args, kwargs, None, fn)
+        template = cache.get(key)
+        if template is not None and template is not MISS:
+            self.meta_hits += 1
             if self.probes is not None:
-                self.meta_memos[key] = self._memos
-            return out
+                self.probes.replay_op(fn, func, self.meta_memos[key])
+            return replay(template, ins)
+        if template is MISS:
+            return self._run(func, args, kwargs, None, fn)
+        before = [version(t) for t in ins]
+        out = self._run(func, args, kwargs, None, fn)
+        cache[key] = template_of(out, ins, before, flat=flat_args(args, kwargs))
+        if self.probes is not None:
+            self.meta_memos[key] = self._memos
+        return out
 
     def _call_foreign(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Call with other tensor subclasses present: let their ``__torch_function__`` run,

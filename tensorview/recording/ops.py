@@ -162,10 +162,14 @@ class OpRecorder(OpCalls):
                 top = self.stack[-1]
             scope = top.node
             fn = self.builder.add_function(OP_NAMES.get(func) or op_name(func), scope, self._read(ins, top))
-            if not (foreign or self.probes is not None or self.meta_cache is not None or self.writes is not None):
-                # the common case: nothing runs around the op, all under one switch-off
+            if not (foreign or self.probes is not None or self.writes is not None):
+                # the common case: nothing runs around the op (but meta replay), all under one
+                # switch-off
                 try:
-                    out = func(*args, **kwargs)
+                    if self.meta_cache is None:
+                        out = func(*args, **kwargs)
+                    else:
+                        out = self._call_meta_cached(func, args, kwargs, ins, fn)
                 except BaseException as e:
                     fn.failed = True
                     self.failed(e, scope.path, fn)
@@ -212,11 +216,12 @@ class OpRecorder(OpCalls):
         try:
             if foreign:
                 out = self._run(self._call_foreign, func, args, kwargs, fn)
-            elif self.meta_cache is None:
-                with _Disable():
-                    out = self._run(func, args, kwargs, None, fn)
             else:
-                out = self._call_meta_cached(func, args, kwargs, ins, fn)
+                with _Disable():
+                    if self.meta_cache is None:
+                        out = self._run(func, args, kwargs, None, fn)
+                    else:
+                        out = self._call_meta_cached(func, args, kwargs, ins, fn)
         except BaseException as e:
             fn.failed = True
             self.failed(e, scope.path, fn)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
 from torch import nn
@@ -11,37 +11,15 @@ from torch import nn
 from ..errors import InvalidTypeError, RecordingError, TensorviewError, describe, recording_error
 from ..graph import Graph
 from . import interrupts
-from .compiled import dynamo_disabled
 from .fake import failure_hint
 from .inputs import check_model
-from .patch import SharedPatch
+from .modulecall import MODULE_CALL
 from .probes import Probe
 from .session import Session
 from .tensor import _tls, current_session
 
 #: what a recorder hands back: the IR ``Graph`` here, a drawable graph in ``tensorview``
 R = TypeVar("R")
-
-
-def _make_call(original: Callable[..., Any]) -> Callable[..., Any]:
-    installed: Any = None  # the wrapper as installed (behind torch._dynamo.disable, if loaded)
-
-    def __call__(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
-        session = getattr(_tls, "session", None)
-        if session is None or MODULE_CALL.installed is not installed:  # not recording, or a stale wrapper
-            return original(self, *args, **kwargs)
-        return session.call_module(original, self, args, kwargs)
-
-    # with Dynamo loaded, a compiled caller graph-breaks here instead of tracing us (compiled.py)
-    installed = dynamo_disabled(__call__)
-    installed.__wrapped__ = original
-    installed.__tensorview__ = True
-    return installed
-
-
-#: ``nn.Module.__call__`` is patched once for all recorders of the process; the wrapper
-#: only acts in a thread that is recording
-MODULE_CALL = SharedPatch(nn.Module, "__call__", _make_call)
 
 
 class BaseRecorder(Generic[R]):
