@@ -189,3 +189,40 @@ def test_cycle_collection_is_off_while_recording_and_restored_after(enabled: boo
         assert gc.isenabled() is enabled  # as it was before, also after a failure
     finally:
         gc.enable() if was else gc.disable()
+
+
+class Reassigns(nn.Module):
+    """A forward that stores what no-op ops and calls return, as CTRL does with its
+    ``pos_encoding`` buffer (``self.pos_encoding = self.pos_encoding.to(device, dtype)``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("pos", torch.arange(6.0).reshape(2, 3))
+        self.register_buffer("steps", torch.zeros(()))
+        self.inner = nn.Identity()
+        self.w = nn.Parameter(torch.ones(3))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        self.pos = self.pos.to(x.dtype)  # a no-op: the same object without us
+        self.steps = self.steps + 1  # a new tensor: a new buffer without us too
+        self.seen = self.inner(x)  # the caller's input, passed through a module
+        self.scaled = nn.Parameter(self.w * 2)  # a parameter made in forward
+        return self.pos + x, x.contiguous()
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_tensors_left_on_the_model_or_returned_are_the_callers_own(device: str) -> None:
+    """No RecorderTensor is left on the model (attributes, buffers, parameters), and where
+    the forward stores or returns a tensor the caller holds, unchanged, it is that very
+    object, as without recording."""
+    m = Reassigns().to(device)
+    pos, x = m.pos, torch.randn(2, 3, device=device)
+    with Recorder(m) as rec:
+        out, same = m(x)
+    assert m.pos is pos and same is x and m.seen is x
+    assert type(m.steps) is torch.Tensor and m.steps.shape == () and type(out) is torch.Tensor
+    assert type(m.scaled) is nn.Parameter and m.scaled.shape == (3,) and m.scaled.requires_grad
+    assert {k for k, _ in m.named_parameters()} == {"w", "scaled"}
+    assert [n.op for n in rec.graph.graph.functions()][:1] == ["to"]
+    if device == "cpu":
+        assert m.steps.item() == 1.0 and torch.equal(m.scaled, torch.full((3,), 2.0))

@@ -117,6 +117,7 @@ class RootBoundary(ModuleScope):
                 self.stack.clear()
                 self.sources.clear()
                 self.mutations.clear()
+                self.originals.clear()
                 if self.writes is not None:
                     self.writes.close()
                     self.writes = None
@@ -148,9 +149,7 @@ class RootBoundary(ModuleScope):
         def is_ours(t: Any) -> bool:
             return type(t) is _RT
 
-        def plain(t: torch.Tensor) -> torch.Tensor:
-            return t.as_subclass(_Tensor)
-
+        plain = self.theirs
         strip_in_place((args, kwargs), is_ours, plain)
         seen: set[int] = set()
         stack = [module]
@@ -160,6 +159,14 @@ class RootBoundary(ModuleScope):
                 continue
             seen.add(id(m))
             stack.extend([c for c in m._modules.values() if c is not None])
+            for k, b in m._buffers.items():  # assigned in forward (``self.buf = self.buf.to(...)``)
+                if type(b) is _RT:
+                    m._buffers[k] = plain(b)
+            for p in m._parameters.values():  # made in forward (``self.w = nn.Parameter(x)``)
+                if type(p) is _RT:  # (a leaf: torch allows no other) one object, as without us
+                    p.__class__ = nn.Parameter
+                    for attr in ("_tv_node", "_tv_ver", "_tv_tok"):
+                        p.__dict__.pop(attr, None)
             d = m.__dict__
             for k in d.keys() - MODULE_ATTRS:  # only what the model itself stored
                 v = d[k]
@@ -190,7 +197,7 @@ class RootBoundary(ModuleScope):
                 name = prefix + ("_" + sub if sub else "")
                 node = self.new_tensor(t, name, "input", root, source_name=name)
                 self.builder.add_input(node)
-                return self.bind(t, node)
+                return self.stands_for(self.bind(t, node), t)
 
             return wrap
 
@@ -230,7 +237,7 @@ class RootBoundary(ModuleScope):
 
         def unwrap(t: torch.Tensor) -> torch.Tensor:
             self.builder.mark_output(self.node_of(t), *names.get(id(t), (None, None)))
-            return t.as_subclass(_Tensor) if type(t) is _RT else t
+            return self.theirs(t) if type(t) is _RT else t
 
         out = map_tensors(out, unwrap)
         strip_in_place(out, lambda t: type(t) is _RT, unwrap)  # e.g. a KV cache object returned

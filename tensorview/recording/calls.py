@@ -138,7 +138,7 @@ class ModuleScope(OpRecorder):
         frame.known.add(nid)
         if type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided:
             return t  # ours already, a stale one (tracked as a source) or another subclass
-        return recorded_alias(t, node, self.token)
+        return self.stands_for(recorded_alias(t, node, self.token), t)
 
     def leave(self, m: ModuleNode, out: Any, frame: Frame | None = None) -> Any:
         """The call ``m`` returned ``out``: edges to its results, in the caller's scope.
@@ -176,7 +176,7 @@ class ModuleScope(OpRecorder):
             alias = self.new_tensor(t, "_out", "intermediate", parent, copy_of=nid, producer=m.id, named_after=m)
             plain = t.as_subclass(_Tensor) if type(t) is _RT else t
             if type(plain) is _Tensor and plain.layout == torch.strided:
-                return recorded_alias(plain, alias, token)
+                return self.stands_for(recorded_alias(plain, alias, token), t)
             if type(t) is not _RT:  # one object (a fake or other foreign tensor): now the alias
                 self.sources[id(t)] = [t, alias, version(t)]
             return t

@@ -268,12 +268,18 @@ class OpRecorder(OpCalls):
     ) -> torch.Tensor:
         if id(o) in mutated:  # in-place op returning its argument: the new version
             return o
+        node = self.new_result(o, self.scope(), fn, f"_out{i}" if i else "_out")
         for t in ins:
+            if o is t and type(o) is _RT and o._tv_tok is self.token and o.is_leaf and o.requires_grad:
+                # one of ours made a leaf (``x.detach().requires_grad_()``, in ``nn.Parameter(x)``):
+                # the object itself, now this node (an alias would be no leaf, and get no grad)
+                o._tv_node, o._tv_ver = node, version(o)
+                return o
             if o is t:  # op returned an argument unchanged (``x.contiguous()``): a fresh alias
                 if type(o) in PLAIN_TYPES and o.layout == torch.strided:
                     o = o.as_subclass(_Tensor)
-                break
-        return self.bind(o, self.new_result(o, self.scope(), fn, f"_out{i}" if i else "_out"))
+                return self.stands_for(self.bind(o, node), t)
+        return self.bind(o, node)
 
 
 def _unchanged(ins: list[torch.Tensor], out: torch.Tensor, token: object, sources: dict[int, list[Any]]) -> bool:

@@ -100,6 +100,38 @@ class SessionState:
         #: ended calls whose results may have left where no hook sees (objects among their
         #: arguments, method calls): call id -> ids of its results so far (crossings.py)
         self.leaky: dict[int, set[int]] = {}
+        #: RecorderTensors standing for a tensor the caller holds (an input, or a parameter,
+        #: buffer or input that an op or call returned unchanged, as ``x.to(x.dtype)``):
+        #: id -> (ours, theirs).  Where one is left on the model or returned, theirs is put
+        #: back (boundary.py), as the forward without us would leave that same object there.
+        self.originals: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def stands_for(self, ours: torch.Tensor, theirs: torch.Tensor) -> torch.Tensor:
+        """Note that ``ours`` stands for the caller's ``theirs`` (or for the tensor that
+        ``theirs``, one of ours, stands for); returns ``ours``."""
+        if type(theirs) is RecorderTensor:
+            entry = self.originals.get(id(theirs))
+            if entry is None or entry[0] is not theirs:
+                return ours
+            theirs = entry[1]
+        if ours is not theirs:
+            self.originals[id(ours)] = (ours, theirs)
+        return ours
+
+    def theirs(self, t: torch.Tensor) -> torch.Tensor:
+        """The caller's tensor for one of ours, ``t``, if ``t`` stands for one and still has
+        its shape, strides and offset; else a plain tensor sharing ``t``'s storage."""
+        entry = self.originals.get(id(t))
+        if entry is not None and entry[0] is t:
+            theirs = entry[1]
+            if (
+                theirs.shape == t.shape
+                and theirs.dtype == t.dtype
+                and theirs.stride() == t.stride()
+                and theirs.storage_offset() == t.storage_offset()
+            ):
+                return theirs
+        return t.as_subclass(torch.Tensor)
 
     def failed(self, exc: BaseException, path: str, op: Node | None) -> None:
         """``exc`` passes through (module ``path``, op node ``op``) while propagating."""
