@@ -97,6 +97,36 @@ def test_mode_train_and_same() -> None:
     assert not any(n.op == "add_" for n in g.functions())
 
 
+class CountsCalls(nn.Module):
+    """A forward that writes a buffer in any mode (a step counter; a static KV cache too)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return self.fc(x)
+
+
+@pytest.mark.parametrize("mode", ["eval", "same", "train"])
+def test_draw_graph_never_writes_the_callers_buffers(mode: str) -> None:
+    """In eval mode too: the model is recorded on a copy of its module tree with its own
+    buffers (sharing the parameters), and the write is in the graph."""
+    model = CountsCalls().eval()
+    calls, weight = model.calls, model.fc.weight
+    g = tv.draw_graph(model, input_size=(2, 4), mode=mode).graph
+    assert model.calls is calls and calls.item() == 0.0 and calls._version == 0
+    assert model.fc.weight is weight and not model.training
+    assert [n.op for n in g.functions()] == ["add_", "linear"]
+    assert {t.source_name for t in g.tensors() if t.role in ("parameter", "buffer")} == {
+        "calls",
+        "fc.weight",
+        "fc.bias",
+    }
+
+
 @pytest.mark.parametrize(
     "kwargs, expected_inputs",
     [

@@ -153,3 +153,32 @@ def test_fake_records_llama_without_cache() -> None:
     # a model built on meta records on fake too, with meta labels
     g = tv.draw_graph(llama_without_cache("meta"), input_data=token_ids("meta"), device="fake")
     assert {t.device for t in g.graph.tensors()} == {"meta"}
+
+
+class Cache:
+    """A cache object as transformers' DynamicCache: tensors held as attributes."""
+
+    def __init__(self) -> None:
+        self.keys: list[torch.Tensor] = []
+
+
+class ReturnsCache(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, Cache]:
+        cache = Cache()
+        cache.keys.append(self.fc(x).transpose(0, 1))
+        return x.relu(), cache
+
+
+def test_fake_keeps_the_outputs_held_by_a_returned_object() -> None:
+    """Tensors in an object the forward returns (a KV cache) are outputs on fake as on
+    the CPU (on fake they are FakeTensors, which the recorder tracks on the side)."""
+    outputs = {
+        device: [(t.name, t.shape) for t in tv.draw_graph(ReturnsCache(), input_size=(2, 4), device=device).outputs]
+        for device in ("cpu", "meta", "fake")
+    }
+    assert outputs["cpu"] == [("relu_out", (2, 4)), ("transpose_out", (4, 2))]
+    assert outputs["fake"] == outputs["meta"] == outputs["cpu"]

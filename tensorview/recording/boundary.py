@@ -20,7 +20,7 @@ from .calls import ModuleScope
 from .compiled import EAGER_STANCE
 from .inference import InferenceWrites
 from .modulecall import MODULE_CALL
-from .optable import MODULE_ATTRS, version
+from .optable import MODULE_ATTRS, PLAIN_TYPES, version
 from .state import Frame
 from .tensor import RecorderTensor
 from .tree import ATOM_TYPES, flat_tensors, map_tensors, output_names, strip_in_place
@@ -239,8 +239,11 @@ class RootBoundary(ModuleScope):
             self.builder.mark_output(self.node_of(t), *names.get(id(t), (None, None)))
             return self.theirs(t) if type(t) is _RT else t
 
+        def recorded(t: torch.Tensor) -> bool:  # ours, or another subclass we track (fake)
+            return type(t) is _RT or (type(t) not in PLAIN_TYPES and id(t) in self.sources)
+
         out = map_tensors(out, unwrap)
-        strip_in_place(out, lambda t: type(t) is _RT, unwrap)  # e.g. a KV cache object returned
+        strip_in_place(out, recorded, unwrap)  # e.g. a KV cache object returned
         return out
 
 

@@ -7,8 +7,8 @@ new object for every module of the tree (its own ``training`` flag, its own
 ``_modules``/``_parameters``/``_buffers`` dicts and hook dicts), holding the *same*
 Parameter objects, buffers and other attributes: no parameter memory is copied and the
 graph (module paths, parameter names and roles) is the one of the model itself.
-``own_buffers`` then clones the buffers of the modules that will run in training mode,
-where the forward updates them.
+``own_buffers`` then clones the buffers, which a forward may update (BatchNorm in
+training mode, a step counter or a static KV cache in any mode).
 """
 
 from __future__ import annotations
@@ -75,11 +75,12 @@ def _swap(value: Any, memo: dict[int, nn.Module], depth: int) -> Any:
 
 
 def own_buffers(model: nn.Module) -> None:
-    """Give every module of ``model`` (a ``tree_copy``) that is in training mode its own
-    copy of its buffers (tied buffers stay tied)."""
+    """Give every module of ``model`` (a ``tree_copy``) its own copy of its buffers (tied
+    buffers stay tied), so that a forward writing them (BatchNorm in training, a step
+    counter, a KV cache) leaves the original's alone."""
     clones: dict[int, torch.Tensor] = {}
     for m in model.modules():
-        if not m.training or isinstance(m, torch.jit.ScriptModule):
+        if isinstance(m, torch.jit.ScriptModule):
             continue
         for k, b in m._buffers.items():
             if b is not None:

@@ -28,18 +28,22 @@ def placed(model: nn.Module, device: torch.device | None, mode: str = "same") ->
     """The model to run on ``device`` in ``mode`` (``"eval"``, ``"train"`` or ``"same"``).
 
     The model itself when it already lives there and the mode changes nothing (no flag
-    to flip, no module in training mode, where BatchNorm would update its statistics);
-    else a copy: on another device a deep copy whose parameters and buffers are there (on
-    ``meta`` it costs no memory), on the same device a copy of the module tree sharing
-    the parameters (copies.py), with its own buffers where they would be updated.  The
-    mode is set on the copy.  The caller's model is never moved or modified."""
+    to flip, no module in training mode) and it has no buffer the forward could write
+    (BatchNorm's statistics in training, a step counter, a static KV cache: on ``meta``
+    writes change nothing); else a copy: on another device a deep copy whose parameters
+    and buffers are there (on ``meta`` it costs no memory), on the same device a copy of
+    the module tree sharing the parameters (copies.py) with its own copy of the buffers.
+    The mode is set on the copy.  The caller's model is never moved, and its buffers are
+    never written (its parameters are shared: a forward writing them in place does)."""
     if device is not None and not all(t.device == device for t in _tensors(model)):
         clone = _moved(model, device)  # its buffers are its own already
         if mode != "same":
             clone.train(mode == "train")
         return clone
     if mode != "train" and not any(m.training for m in model.modules()):
-        return model
+        on_meta = next(_tensors(model), torch.empty(0, device="meta")).is_meta
+        if on_meta or next(model.buffers(), None) is None:
+            return model
     clone = tree_copy(model)
     rebind_compiled_methods(model, clone)  # a compiled or bound method stored on a module
     if mode != "same":
