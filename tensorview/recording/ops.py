@@ -171,7 +171,6 @@ class OpRecorder(OpCalls):
                     else:
                         out = self._call_meta_cached(func, args, kwargs, ins, fn)
                 except BaseException as e:
-                    fn.failed = True
                     self.failed(e, scope.path, fn)
                     raise
                 return self._after_op(out, fn, ins, scope)
@@ -223,7 +222,6 @@ class OpRecorder(OpCalls):
                     else:
                         out = self._call_meta_cached(func, args, kwargs, ins, fn)
         except BaseException as e:
-            fn.failed = True
             self.failed(e, scope.path, fn)
             raise
         finally:

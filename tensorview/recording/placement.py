@@ -40,10 +40,9 @@ def placed(model: nn.Module, device: torch.device | None, mode: str = "same") ->
         if mode != "same":
             clone.train(mode == "train")
         return clone
-    if mode != "train" and not any(m.training for m in model.modules()):
-        on_meta = next(_tensors(model), torch.empty(0, device="meta")).is_meta
-        if on_meta or next(model.buffers(), None) is None:
-            return model
+    unchanged = mode != "train" and not any(m.training for m in model.modules())
+    if unchanged and (model_device(model).type == "meta" or next(model.buffers(), None) is None):
+        return model
     clone = tree_copy(model)
     rebind_compiled_methods(model, clone)  # a compiled or bound method stored on a module
     if mode != "same":

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..graph import ModuleNode, Node, NodeFactory, Shape, TensorNode
+from ..graph import FunctionNode, ModuleNode, Node, NodeFactory, Shape, TensorNode
 from .compiled import optimized_module_type, unwrap
 from .inference import InferenceWrites
 from .optable import (
@@ -133,8 +133,11 @@ class SessionState:
                 return theirs
         return t.as_subclass(torch.Tensor)
 
-    def failed(self, exc: BaseException, path: str, op: Node | None) -> None:
-        """``exc`` passes through (module ``path``, op node ``op``) while propagating."""
+    def failed(self, exc: BaseException, path: str, op: FunctionNode | None) -> None:
+        """``exc`` passes through (module ``path``, op node ``op``, marked failed) while
+        propagating."""
+        if op is not None:
+            op.failed = True
         if self.failure_exc is not exc:  # the first (innermost) place this exception passed
             self.failure, self.failure_exc = (path, op), exc
 
