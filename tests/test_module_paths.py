@@ -76,3 +76,25 @@ def test_data_dependent_control_flow_that_fx_cannot_trace() -> None:
         ("pos", "module", "pos"),
         ("linear", "function", "pos"),
     ]
+
+
+class MakesItsActivation(nn.Module):
+    """A module made and dropped inside forward, as some transformers mixers do with their
+    activation: its object (and id) lasts one call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.SiLU()(self.fc(x))
+
+
+def test_modules_made_in_forward_are_named_where_each_was_called() -> None:
+    """Each temporary module gets the path of the layer that made it, even when CPython
+    gives the next one the id of the one just dropped."""
+    model = nn.Sequential(*(MakesItsActivation() for _ in range(4)))
+    with Recorder(model) as rec:
+        model(torch.randn(2, 3))
+    paths = [m.path for m in rec.graph.graph.modules() if m.cls_name == "SiLU"]
+    assert paths == [f"{i}.SiLU" for i in range(4)]

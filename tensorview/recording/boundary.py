@@ -128,6 +128,7 @@ class RootBoundary(ModuleScope):
                 self.leaky.clear()
                 # what only recording needed: a kept Recorder holds the graph and little else
                 self.module_names.clear()
+                self.found_modules.clear()
                 self.param_names.clear()
                 self.shapes.clear()
                 self.builder.close()

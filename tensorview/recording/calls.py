@@ -48,6 +48,8 @@ class ModuleScope(OpRecorder):
         if name is None:
             name = prefix + type(module).__name__
         self.module_names[id(module)] = name
+        self.found_modules.append(module)  # alive while its id is a key: a module made in
+        # forward and dropped would hand its id, and so its name, to the next one made
         return name
 
     def new_module(self, module: nn.Module, path: str, parent: ModuleNode | None) -> ModuleNode:

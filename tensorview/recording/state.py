@@ -89,6 +89,8 @@ class SessionState:
         #: outlived its recording) and is treated as a plain tensor
         self.token = object()
         self.module_names, self.param_names = model_names(model)
+        #: the modules not in the model's tree that were named while recording (calls.py)
+        self.found_modules: list[nn.Module] = []
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
         # (parameters, buffers, constants, foreign subclasses); the strong reference keeps
         # the id valid for the session's life only
