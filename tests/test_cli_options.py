@@ -150,6 +150,19 @@ def test_hf_defaults_follow_the_config(capsys: pytest.CaptureFixture[str]) -> No
     ]
 
 
+def test_hf_moe_on_meta_keeps_its_default_experts_kernel(capsys: pytest.CaptureFixture[str]) -> None:
+    """Drawn as from_config builds it (grouped_mm, float32), which torch 2.13's meta kernel
+    alone refuses (recording/metafills.py fills it in)."""
+    moe = (
+        "num_hidden_layers=1,hidden_size=32,intermediate_size=64,num_attention_heads=4,num_key_value_heads=2,"
+        "vocab_size=100,num_local_experts=4,num_experts_per_tok=2"
+    )
+    code, _, err = run(capsys, "draw", "hf:mixtral", "--config", moe, "--seq-len", "8", "-o", "moe.json")
+    assert code == 0, err
+    ops = [n["op"] for n in json.loads(Path("moe.json").read_text())["nodes"] if n["kind"] == "function"]
+    assert ops.count("_grouped_mm") == 2 and "bmm" not in ops
+
+
 def test_hf_task_and_unnamed_input_size(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "draw", "hf:llama", "--config", TINY_LLAMA, "--task", "causal-lm",
                        "--input-size", "1x7", "-o", "l.json")  # fmt: skip

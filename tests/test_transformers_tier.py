@@ -94,7 +94,8 @@ SEQ2SEQ = dict(
 # MoE on meta: the plain forward fails with the default experts kernel (grouped_mm wants bf16
 # on meta) and with the eager one (data-dependent routing calls .item()), so the meta build
 # uses experts_implementation="batched_mm", which is data-independent; the CPU build keeps
-# the default kernel (see test_moe_meta_needs_the_batched_kernel)
+# the default kernel (see test_moe_meta_needs_the_batched_kernel; recording alone needs no
+# batched_mm on meta, see test_metafills.py, but this test compares with the plain forward)
 
 ARCHS = [
     # decoder-only

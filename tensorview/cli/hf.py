@@ -32,9 +32,6 @@ TASKS = {
     "question-answering": "AutoModelForQuestionAnswering",
     "image-classification": "AutoModelForImageClassification",
 }
-#: mixture-of-experts kernels: the default one does not run on meta in float32 and the eager
-#: one asks for values (``.item()``); ``batched_mm`` is data-independent
-META_BUILD = {"experts_implementation": "batched_mm"}
 
 
 def transformers_module() -> Any:
@@ -127,15 +124,9 @@ def _model_class(tf: Any, task: str | None, architecture: str | None) -> Any:
 
 def _instantiate(auto: Any, config: Any, device: torch.device) -> Any:
     build: Any = getattr(auto, "from_config", None) or auto._from_config
-    extra = META_BUILD if device.type == "meta" else {}
-    try:
+    try:  # (mixture-of-experts models keep their default kernel on meta: recording/metafills.py)
         with torch.device(device):
-            try:
-                return build(config, **extra)
-            except TypeError:
-                if not extra:
-                    raise
-                return build(config)  # an older transformers without the kernel choice
+            return build(config)
     except ValueError as e:
         if "Unrecognized configuration class" in str(e):
             raise UsageError(f"{auto.__name__} has no model for {type(config).__name__}: {str(e)[:200]}") from e

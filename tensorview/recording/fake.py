@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -72,8 +73,27 @@ def fake_placed(model: nn.Module, mode: str = "same") -> Iterator[tuple[nn.Modul
     def convert(value: Any) -> Any:
         return map_tensors(value, lambda t: t if _is_fake_tensor(t) else fake(t))
 
-    with fake_mode:
-        yield clone, convert
+    log = logging.getLogger("torch._subclasses.fake_tensor")
+    quiet = _FilledRefusals()
+    log.addFilter(quiet)
+    try:
+        with fake_mode:
+            yield clone, convert
+    finally:
+        log.removeFilter(quiet)
+
+
+class _FilledRefusals(logging.Filter):
+    """Drops FakeTensorMode's log (a traceback) of a meta kernel refusing an op that
+    metafills.py fills in: the op is recorded all the same, and where the fill does not
+    apply the recording's own error says what failed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from .metafills import FILLED_ATEN
+
+        args = record.args
+        op = args[0] if isinstance(args, tuple) and args else None
+        return getattr(op, "overloadpacket", None) not in FILLED_ATEN
 
 
 _MODE_TYPE: list[type] = []

@@ -1,6 +1,7 @@
 """How a recorded op is run when more than the op itself must happen: probes around it
 (``_run``), meta replay (``_call_meta_cached``), other tensor subclasses among its
-arguments (``_call_foreign``).  The common case runs the op directly (ops.py)."""
+arguments (``_call_foreign``), a meta kernel that refused (``_refused``).  The common case
+runs the op directly (ops.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 
 import torch
 
-from ..graph import FunctionNode
+from ..graph import FunctionNode, ModuleNode
 from .metacache import MISS, flat_args, key_of, replay, template_of
+from .metafills import fill_for
 from .methods import MethodScope
 from .optable import version
 from .tensor import RecorderTensor
@@ -59,6 +61,28 @@ class OpCalls(MethodScope):
             self.meta_memos[key] = self._memos
         return out
 
+    def _refused(
+        self,
+        exc: BaseException,
+        func: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        fn: FunctionNode,
+        scope: ModuleNode,
+    ) -> Any:
+        """Op ``fn`` (``func`` in ``scope``) raised ``exc``: its result from a fill where
+        torch's meta kernel refused what the real kernels take (metafills.py); else the op
+        failed and ``exc`` goes on."""
+        fill = fill_for(func, args, kwargs, exc)
+        if fill is not None:
+            try:
+                with _Disable():  # (probes are told the op is ``func``, as for the op itself)
+                    return self._run(_call_fill, func, fill, (), fn)
+            except BaseException as e:
+                exc = e
+        self.failed(exc, scope.path, fn)
+        raise exc
+
     def _call_foreign(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Call with other tensor subclasses present: let their ``__torch_function__`` run,
         with our own tensors handed over as plain aliases (so we are not asked again)."""
@@ -81,3 +105,8 @@ class OpCalls(MethodScope):
             return t if r is None else r
 
         return map_tensors(out, ours_again)
+
+
+def _call_fill(func: Any, fill: Any, _: Any) -> Any:
+    """``_run``'s call for a fill standing in for op ``func``."""
+    return fill()

@@ -171,8 +171,7 @@ class OpRecorder(OpCalls):
                     else:
                         out = self._call_meta_cached(func, args, kwargs, ins, fn)
                 except BaseException as e:
-                    self.failed(e, scope.path, fn)
-                    raise
+                    out = self._refused(e, func, args, kwargs, fn, scope)
                 return self._after_op(out, fn, ins, scope)
         return self._op_around(func, args, kwargs, ins, foreign, fn, scope)
 
@@ -222,8 +221,7 @@ class OpRecorder(OpCalls):
                     else:
                         out = self._call_meta_cached(func, args, kwargs, ins, fn)
         except BaseException as e:
-            self.failed(e, scope.path, fn)
-            raise
+            out = self._refused(e, func, args, kwargs, fn, scope)
         finally:
             if writes is not None and not writes.on_stack:
                 writes.catcher.__exit__(None, None, None)
