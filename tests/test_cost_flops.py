@@ -83,6 +83,23 @@ def test_sdpa_costs_the_same_on_cpu_and_meta() -> None:
     assert plain.uncounted[None]["aten._scaled_dot_product_flash_attention_for_cpu"] == 1
 
 
+def test_lstm_costs_the_same_on_cpu_and_meta() -> None:
+    """The CPU runs an LSTM layer as one oneDNN kernel (mkldnn_rnn_layer), which torch has
+    no formula for: its products counted 0 FLOPs on the CPU but their full cost on meta,
+    where the LSTM runs step by step."""
+    b, t, n_in, h = 3, 7, 8, 12
+    got = {}
+    for device in ("cpu", "meta"):
+        with torch.device(device):
+            lstm = nn.LSTM(n_in, h, num_layers=2, bidirectional=True, batch_first=True)
+        s = tv.summary(lstm, input_data=torch.randn(b, t, n_in, device=device), device=device)
+        got[device] = (s.total_flops, s.rows[0].flops, "aten.mkldnn_rnn_layer" in s.uncounted)
+    # per layer and direction, every step: input x W_ih and hidden x W_hh, 4 gates
+    layer1 = 2 * b * t * (n_in * 4 * h + h * 4 * h)
+    layer2 = 2 * b * t * (2 * h * 4 * h + h * 4 * h)  # its input: both directions of layer 1
+    assert got == {"cpu": (2 * (layer1 + layer2),) * 2 + (False,), "meta": (2 * (layer1 + layer2),) * 2 + (False,)}
+
+
 @pytest.mark.parametrize("device", ["cpu", "meta"])
 def test_hand_counts(device: str) -> None:
     b, n_in, n_out = 3, 7, 5

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 import tensorview as tv
@@ -146,3 +147,37 @@ def test_a_probe_can_run_a_substitute_function() -> None:
     with tv.Recorder(model):
         model(x)
     assert calls == [1]
+
+
+def test_a_substitute_also_replaces_the_calls_an_op_makes_by_global_name() -> None:
+    """nn.MultiheadAttention records one op, F.multi_head_attention_forward, which calls
+    F.scaled_dot_product_attention by its global name: a probe substituting that function
+    gets those inner calls too, with nothing patched (ops run with torch functions off, so
+    the inner call is no op of its own)."""
+    calls: list[int] = []
+    sdpa, mha = F.scaled_dot_product_attention, F.multi_head_attention_forward
+
+    def sdpa_counted(*args: Any, **kwargs: Any) -> torch.Tensor:
+        calls.append(1)
+        return sdpa(*args, **kwargs)
+
+    class Swap(OpShapes):
+        substitutes = {sdpa: sdpa_counted}
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.attn(x, x, x, need_weights=False)[0] + self.attn(x, x, x, need_weights=False)[0]
+
+    model = Net()
+    x = torch.randn(2, 5, 8)
+    with torch.no_grad(), tv.Recorder(model, probes=[Swap()]) as rec:
+        out = model(x)
+    assert calls == [1, 1] and torch.equal(out, model(x))
+    ops = [f.op for f in rec.graph.graph.functions()]
+    assert ops.count("multi_head_attention_forward") == 2 and "scaled_dot_product_attention" not in ops
+    assert F.scaled_dot_product_attention is sdpa and F.multi_head_attention_forward is mha
+    assert calls == [1, 1]  # the plain forward ran the function itself

@@ -129,6 +129,43 @@ def test_saved_bytes_on_meta_equal_the_cpu(name: str) -> None:
     assert on["cpu"].total_flops == on["meta"].total_flops
 
 
+def saved_by_autograd(model: nn.Module, **inputs: torch.Tensor) -> int:
+    """Bytes of the storages autograd saves in a plain CPU forward, each once, parameters
+    and buffers left out: counted here with the hooks, without tensorview."""
+    own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
+    seen: dict[int, int] = {}
+    kept: list[Any] = []  # no storage freed mid-forward hands its address to another
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        st = t.untyped_storage()
+        kept.append(st)
+        if st.data_ptr() not in own:
+            seen[st.data_ptr()] = st.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(**inputs)
+    return sum(seen.values())
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_attention_inside_multihead_attention_on_meta_saves_as_on_the_cpu(mode: str) -> None:
+    """nn.MultiheadAttention(need_weights=False) runs F.scaled_dot_product_attention inside
+    F.multi_head_attention_forward, one recorded op: on meta that inner call runs the CPU's
+    fused kernel too (it ran the math path, keeping the seq x seq weights: +28% here)."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True, norm_first=True)
+    inputs = {
+        "src": torch.randn(2, 6, 16),
+        "src_key_padding_mask": torch.tensor([[False] * 6, [False] * 4 + [True] * 2]),
+    }
+    expected = saved_by_autograd(layer.train(mode == "train"), **inputs)
+    on = {d: tv.summary(layer, input_data=inputs, device=d, mode=mode) for d in ("cpu", "meta")}
+    assert on["meta"].saved_bytes == on["cpu"].saved_bytes == expected
+    assert [r.saved_bytes for r in on["meta"].rows] == [r.saved_bytes for r in on["cpu"].rows]
+    assert on["meta"].uncounted == on["cpu"].uncounted  # no math-path softmax on meta
+
+
 def test_llama_3_70b_on_meta_leaves_the_model_untouched() -> None:
     """The 80-layer Llama-3-70B shape (timed in bench/, not here); some parameters frozen."""
     cfg = transformers.AutoConfig.for_model(

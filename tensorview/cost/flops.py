@@ -5,12 +5,12 @@ exactly as ``torch.utils.flop_counter.FlopCounterMode`` does (same formula regis
 same decomposition of ops that have no formula) and attributes them to a *key* the
 caller sets before each call: the recorder sets ``counter.current`` to the id of the
 FunctionNode it is about to run, so the FLOPs of every aten op that torch function ran
-land on that node.  No FLOP table is written here: formulas come from
-``torch.utils.flop_counter.flop_registry`` (including anything registered with
-``register_flop_formula``), plus :data:`EXTRA_FORMULAS`, torch's own formulas mapped to
-the CPU kernels of ``scaled_dot_product_attention`` that torch leaves out (without them
-``F.scaled_dot_product_attention`` costs 0 FLOPs on the CPU but its full cost on meta
-and CUDA).
+land on that node.  Formulas come from ``torch.utils.flop_counter.flop_registry``
+(including anything registered with ``register_flop_formula``), plus
+:data:`EXTRA_FORMULAS` for CPU kernels torch leaves out, which fuse what torch counts
+elsewhere: ``scaled_dot_product_attention``'s (torch's formula of the CUDA flash kernel)
+and the LSTM's oneDNN layer (the matrix products of its step-by-step decomposition).
+Without them attention and LSTMs cost 0 FLOPs on the CPU but their full cost on meta.
 
 An aten op without a formula is either zero-FLOP by nature (views, reshapes, copies,
 concatenation, indexing and gathering, masking and selection, padding, factories: see
@@ -85,10 +85,37 @@ def _extra_formulas() -> dict[Any, Any]:
     return out
 
 
-#: torch's own formulas for ops torch's registry leaves out (raw shape formulas, in the
-#: form ``FlopCounterMode(custom_mapping=...)`` takes): the CPU kernels of
-#: ``scaled_dot_product_attention`` get the formula of the CUDA flash kernel.
-EXTRA_FORMULAS: dict[Any, Any] = _extra_formulas()
+def _rnn_layer_flops(input: Any, w_ih: Any, w_hh: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
+    """One layer and direction of a recurrent net in one kernel (the CPU's oneDNN LSTM):
+    every step's input and hidden state times the gate weights, ``2 x steps x batch x
+    (inputs + hidden) x gates``, as the products of the op's step-by-step decomposition on
+    any other device count (biases and gate arithmetic not counted, as by torch's
+    ``addmm`` formula)."""
+    rows = 1
+    for n in input[:-1]:  # steps x batch, in either order
+        rows *= n
+    return 2 * rows * (w_ih[0] * w_ih[1] + w_hh[0] * w_hh[1])
+
+
+def _rnn_layer_backward_flops(
+    input: Any, w_ih: Any, w_hh: Any, *args: Any, out_shape: Any = None, **kwargs: Any
+) -> int:
+    # gradients of the inputs and of the weights: two products per forward product
+    return 2 * _rnn_layer_flops(input, w_ih, w_hh)
+
+
+def _rnn_formulas() -> dict[Any, Any]:
+    reg = _fc.flop_registry
+    pairs = (("mkldnn_rnn_layer", _rnn_layer_flops), ("mkldnn_rnn_layer_backward", _rnn_layer_backward_flops))
+    return {p: f for name, f in pairs if (p := getattr(aten, name, None)) is not None and p not in reg}
+
+
+#: formulas for ops torch's registry leaves out (raw shape formulas, in the form
+#: ``FlopCounterMode(custom_mapping=...)`` takes): the CPU kernels of
+#: ``scaled_dot_product_attention`` get torch's formula of the CUDA flash kernel, and the
+#: CPU's fused LSTM layer (``mkldnn_rnn_layer``) the FLOPs of the matrix products it
+#: fuses (without them both cost 0 FLOPs on the CPU but their full cost on meta).
+EXTRA_FORMULAS: dict[Any, Any] = {**_extra_formulas(), **_rnn_formulas()}
 
 
 def _wrap(formula: Any) -> Any:

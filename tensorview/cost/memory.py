@@ -50,8 +50,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from ..recording.probes import with_substitutes
+
 __all__ = [
     "CPUAttentionOnMeta",
+    "ON_META",
     "SavedTensors",
     "dtype_size",
     "sdpa_as_on_cpu",
@@ -270,12 +273,18 @@ def sdpa_as_on_cpu(
     return _CPU_FLASH(query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
 
 
+#: what runs on meta in place of a torch function (a probe's ``substitutes``)
+ON_META: dict[Any, Any] = {_SDPA: sdpa_as_on_cpu}
+
+
 class CPUAttentionOnMeta(TorchFunctionMode):
     """Within this mode, ``F.scaled_dot_product_attention`` on meta tensors runs as
-    :func:`sdpa_as_on_cpu` (for a plain forward; the recorder swaps the function itself)."""
+    :func:`sdpa_as_on_cpu`, also where a torch function calls it (``nn.MultiheadAttention``;
+    :func:`~tensorview.recording.probes.with_substitutes`).  For a plain forward; the
+    recorder swaps the function itself."""
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        if func is _SDPA and args and isinstance(args[0], torch.Tensor) and args[0].is_meta:
-            return sdpa_as_on_cpu(*args, **kwargs)
+        if args and isinstance(args[0], torch.Tensor) and args[0].is_meta:
+            return with_substitutes(func, ON_META)(*args, **kwargs)
         return func(*args, **kwargs)

@@ -34,14 +34,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..graph import FunctionNode, ModuleNode
 from ..recording import Probe
 from .flops import OpFlops
 from .layers import PROBE_STATS, check_stats, stat_layers
-from .memory import SavedTensors, sdpa_as_on_cpu
+from .memory import ON_META, SavedTensors
 from .params import module_params, param_totals
 from .record import CostRecord, roll_up
 from .replay import ReplayingOpFlops
@@ -72,7 +71,7 @@ class CostProbe(Probe):
         self.stats = tuple(s for s in check_stats(tuple(stats)) if s in PROBE_STATS)
         self.measure_saved = saved
         self.replay = replay
-        self.substitutes: Mapping[Any, Any] = {F.scaled_dot_product_attention: sdpa_as_on_cpu} if meta_attention else {}
+        self.substitutes: Mapping[Any, Any] = dict(ON_META) if meta_attention else {}
         #: what the last recording measured (set when its root call ends)
         self.record: CostRecord | None = None
         self._counter = OpFlops()

@@ -207,7 +207,7 @@ class OpRecorder(OpCalls):
         """Run op ``fn`` with what must happen around it: probes, meta replay, inference
         writes, other tensor subclasses (opcalls.py)."""
         if self.probes is not None and self.probes.substitutes:  # a probe runs its own function (probes.py)
-            func = self.probes.substitutes.get(func, func)
+            func = self.probes.substitute(func)
         writes = self.writes  # inference tensors met: the op's writes are caught by schema
         if writes is not None and not writes.on_stack:  # (else caught for the whole root call)
             writes.catcher.__enter__()

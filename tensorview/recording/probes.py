@@ -14,7 +14,11 @@ replay.
 A probe may also name ``substitutes``, ``{torch function: function to run instead}``: an
 equivalent function that lets it see better facts (the cost probe runs attention on meta
 through the CPU's fused kernel, so autograd saves what it saves on a real device).  The
-node keeps the op's name; the session swaps the function only while probes run.
+node keeps the op's name; the session swaps the function only while probes run.  An op
+written in Python that calls a substituted function by a global name of its module
+(``F.multi_head_attention_forward`` calls ``scaled_dot_product_attention``) runs as a
+copy of itself whose globals name the substitute (:func:`with_substitutes`): ops run with
+torch functions switched off, so that inner call is never an op the session could swap.
 
 Node names are handed out when the recording ends (graph/names.py): while it runs, a
 probe should key what it finds by node id and read ``op``, ``path`` and shapes, not names.
@@ -38,6 +42,7 @@ probe should key what it finds by node id and read ``op``, ``path`` and shapes, 
 
 from __future__ import annotations
 
+import types
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -93,16 +98,45 @@ class Probe:
         return opened
 
 
+def with_substitutes(func: Any, substitutes: Mapping[Any, Any]) -> Any:
+    """What to run for ``func``: its substitute; else, for a Python function whose code
+    calls a substituted function by a global name, a copy of it whose globals map those
+    names to the substitutes (nothing is patched: the module and ``func`` are untouched);
+    else ``func``.  One level deep: functions it calls keep their own globals."""
+    sub = substitutes.get(func)
+    if sub is not None:
+        return sub
+    if type(func) is not types.FunctionType or not substitutes:
+        return func
+    by_id = {id(k): v for k, v in substitutes.items()}
+    g = func.__globals__
+    names = {n: by_id[id(g[n])] for n in func.__code__.co_names if n in g and id(g[n]) in by_id}
+    if not names:
+        return func
+    clone = types.FunctionType(func.__code__, {**g, **names}, func.__name__, func.__defaults__, func.__closure__)
+    clone.__kwdefaults__ = func.__kwdefaults__
+    clone.__qualname__, clone.__module__, clone.__doc__ = func.__qualname__, func.__module__, func.__doc__
+    return clone
+
+
 class Probes:
     """The probes of one session, called together; the session holds ``None`` without any."""
 
-    __slots__ = ("probes", "substitutes")
+    __slots__ = ("probes", "substitutes", "_runs")
 
     def __init__(self, probes: list[Probe]) -> None:
         self.probes = probes
         self.substitutes: dict[Any, Any] = {}
         for p in probes:
             self.substitutes.update(p.substitutes)
+        self._runs: dict[Any, Any] = {}  # op -> what runs for it (one copy per op: stable meta-cache keys)
+
+    def substitute(self, func: Any) -> Any:
+        """The function to run for op ``func`` (:func:`with_substitutes`, once per op)."""
+        run = self._runs.get(func)
+        if run is None:
+            run = self._runs[func] = with_substitutes(func, self.substitutes)
+        return run
 
     def start(self, root: ModuleNode, module: nn.Module) -> None:
         for p in self.probes:
