@@ -30,6 +30,7 @@ from torch import nn
 
 from .compiled import rebind_compiled_methods
 from .optable import MODULE_ATTRS
+from .placement import computed_attributes
 from .tree import map_tensors, strip_in_place
 
 #: the ``device`` value that asks for fake tensors
@@ -59,6 +60,8 @@ def fake_placed(model: nn.Module, mode: str = "same") -> Iterator[tuple[nn.Modul
         if id(t) not in memo:
             f = fake(t.detach())
             memo[id(t)] = nn.Parameter(f, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else f
+    for t in computed_attributes(model):  # deepcopy refuses them (placement.py)
+        memo[id(t)] = fake(t.detach())
     clone = copy.deepcopy(model, memo)
     rebind_compiled_methods(model, clone)
     if mode != "same":
