@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+import torch.nn.utils.prune
 from torch import nn
 
 import tensorview as tv
@@ -252,3 +254,27 @@ def test_meta_copy_moves_plain_tensor_attributes_too() -> None:
     consts = sorted((t.name, t.device) for t in g.tensors() if t.role == "constant")
     assert consts == [("constant", "meta"), ("constant_1", "meta")]
     assert model.mask.device.type == "cpu" and model.table["scale"].device.type == "cpu"
+
+
+@pytest.mark.parametrize("device", ["meta", "fake"])
+def test_a_model_holding_computed_tensors_is_copied(device: str) -> None:
+    """``prune`` and the old ``nn.utils.weight_norm`` keep ``weight`` as a plain attribute
+    computed from parameters (not a leaf), which ``copy.deepcopy`` refuses: the copy made
+    for meta and fake gets it detached, and the graph is the one of a CPU run."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    torch.nn.utils.prune.l1_unstructured(model[0], "weight", amount=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # weight_norm is deprecated, still used
+        torch.nn.utils.weight_norm(model[2])
+    weights = (model[0].weight, model[2].weight)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    cpu = tv.draw_graph(model, input_size=(2, 4)).graph
+    g = tv.draw_graph(model, input_size=(2, 4), device=device).graph
+    g.lint()
+    assert [(m.path, m.call_index) for m in g.modules()] == [(m.path, m.call_index) for m in cpu.modules()]
+    assert [f.op for f in g.functions()] == [f.op for f in cpu.functions()]
+    assert g.shapes(g.outputs) == [(2, 2)]
+    # the caller's model: its computed weights, parameters and buffers as they were
+    assert (model[0].weight, model[2].weight) == weights
+    assert all(v.device.type == "cpu" and torch.equal(state[k], v) for k, v in model.state_dict().items())

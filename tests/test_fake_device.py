@@ -119,6 +119,32 @@ def test_fake_cannot_decide_a_branch_and_says_so() -> None:
     assert "branches in Python on a tensor value" in str(info.value) and "device='cpu'" in str(info.value)
 
 
+class Cond(nn.Module):
+    """``torch.cond``: a higher-order op, whose rule for a mode is looked up by the mode's
+    exact type (FakeTensorMode's rule must also serve tensorview's subclass of it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(3, 3)
+        self.b = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(x.sum() > 0, self.a, lambda t: self.b(t).relu(), (x,)) * 2
+
+
+def test_fake_records_a_higher_order_op() -> None:
+    model = Cond()
+    g = tv.draw_graph(model, input_size=(2, 3), device="fake").graph
+    g.lint()
+    # on fake, cond cannot pick a branch: both run (traced), as in a plain FakeTensorMode run
+    assert [m.path for m in g.modules()] == ["", "a", "b"]
+    cond = next(f for f in g.functions() if f.op == "cond")
+    assert g.shapes(g.output_tensors(cond.id)) == [(2, 3)]
+    assert [f.op for f in g.functions()] == ["sum", "gt", "cond", "mul"]
+    assert g.shapes(g.outputs) == [(2, 3)]
+    assert all(type(p) is nn.Parameter and p.device.type == "cpu" for p in model.parameters())
+
+
 @pytest.mark.parametrize("name", ["inplace_on_view", "setitem", "nested", "identity_inside", "direct_param"])
 def test_fake_gives_the_cpu_graph_for_value_independent_models(name: str) -> None:
     cls, inputs = ZOO[name]

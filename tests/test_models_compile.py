@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sys
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +18,7 @@ import torch._dynamo
 from torch import nn
 
 import tensorview as tv
-from tensorview.recording.compiled import original_callable
+from tensorview.recording.compiled import _EagerStance, original_callable
 
 
 class Block(nn.Module):
@@ -310,3 +312,32 @@ def test_compiled_model_in_training_mode_records_on_its_copy() -> None:
     got = json_of(m)
     assert got == EAGER
     assert all(mod.training for mod in m.modules())  # the caller's flags are untouched
+
+
+def test_dynamo_imported_by_the_forward_sets_the_eager_stance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recording that starts before Dynamo is loaded must set the eager stance as soon as
+    the forward imports it (a torch.compile inside forward; torch.cond compiles its
+    branches): traced, Dynamo recorded dozens of ``_is_view``/``is_conj`` ops of our op
+    handler, or made torch.cond fail.  Dynamo is loaded in this process, so the watch is
+    tried on a stand-in package; tensorview's own stance object watches torch._dynamo."""
+    (tmp_path / "tv_standin_dynamo").mkdir()
+    (tmp_path / "tv_standin_dynamo" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    stance = _EagerStance(package="tv_standin_dynamo", ready="tv_standin_dynamo")
+    finders = list(sys.meta_path)
+    stance.acquire()
+    assert not stance.eager and torch._dynamo.eval_frame._stance.stance == "default"
+    import tv_standin_dynamo  # noqa: F401 - what the forward would do
+
+    assert stance.eager and torch._dynamo.eval_frame._stance.stance == "force_eager"
+    assert sys.meta_path == finders  # the watch is gone once it saw the import
+    stance.release()
+    assert not stance.eager and torch._dynamo.eval_frame._stance.stance == "default"
+    # a recording that ends before the import leaves no watch behind, and sets nothing
+    monkeypatch.delitem(sys.modules, "tv_standin_dynamo")
+    stance.acquire()
+    stance.release()
+    assert sys.meta_path == finders
+    import tv_standin_dynamo  # noqa: F401, F811
+
+    assert not stance.eager and torch._dynamo.eval_frame._stance.stance == "default"

@@ -480,3 +480,28 @@ def test_formatting_a_recorded_tensor_reads_as_without_recording() -> None:
     out, g = record(model, (x,))
     assert out[1] == expected[1] and "Recorder" not in out[1]
     assert [m.path for m in g.modules()] == ["", "experts.expert_0"]
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype stage:UserWarning")
+def test_strided_nested_tensor_inputs() -> None:
+    """A strided nested tensor has no ``shape`` nor ``stride()`` (both raise): handing the
+    caller's tensors back at the end of the forward compared them and raised."""
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, nt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return self.fc(nt).relu(), nt.contiguous()  # contiguous() returns nt itself
+
+    torch.manual_seed(0)
+    model = Net()
+    nt = torch.nested.nested_tensor([torch.randn(2, 4), torch.randn(3, 4)])
+    with torch.no_grad():
+        expected = model(nt)[0]
+        (out, same), g = record(model, (nt,))
+    assert torch.equal(out.to_padded_tensor(0), expected.to_padded_tensor(0))
+    assert same is nt  # the caller's own object, as without recording
+    assert [f.op for f in g.functions()] == ["linear", "relu", "contiguous"]
+    g.lint()

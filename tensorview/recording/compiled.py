@@ -19,7 +19,8 @@ while a root call is recorded:
   call: modulecall.py).
 
 Nothing here imports ``torch._dynamo`` (slow to import): nothing can be compiled before
-``torch.compile`` has imported it, so its absence means there is nothing to do.
+``torch.compile`` has imported it, so while it is absent a recording only watches for its
+import (the forward may compile: ``torch.cond`` does) and sets the stance then.
 """
 
 from __future__ import annotations
@@ -86,23 +87,53 @@ def original_callable(fn: Any) -> Any:
 
 class _EagerStance:
     """``torch.compiler.set_stance("force_eager")`` while any recording runs (refcounted:
-    the first recorder sets it, the last puts the caller's stance back)."""
+    the first recorder sets it, the last puts the caller's stance back).
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
+    Dynamo may also be imported by the forward itself, after the stance was due: an eager
+    ``torch.cond``/``while_loop``/``flex_attention`` compiles its body with
+    ``torch.compile``, as does a ``torch.compile`` called inside ``forward``.  Traced then,
+    Dynamo would trace our op handler and fail.  So while recordings run without Dynamo
+    loaded, a finder on ``sys.meta_path`` (``_DynamoImportWatch``) sets the stance as soon
+    as ``torch._dynamo`` has been imported, before anything can be compiled."""
+
+    def __init__(self, package: str = "torch._dynamo", ready: str = _EVAL_FRAME) -> None:
+        self._package = package  # the package to watch for (another one in tests)
+        self._ready = ready  # loaded when this module is
+        self._lock = threading.RLock()  # RLock: the import it watches may start under it
         self._users = 0
         self._ctx: Any = None
+        self._watch: _DynamoImportWatch | None = None
 
     def acquire(self) -> None:
         with self._lock:
-            if self._users == 0 and _EVAL_FRAME in sys.modules:
-                import torch.compiler
-
-                try:
-                    self._ctx = torch.compiler.set_stance("force_eager")  # sets it now
-                except RuntimeError:  # called while Dynamo traces this thread: leave it be
-                    self._ctx = None
+            if self._users == 0:
+                if self._ready in sys.modules:
+                    self._set()
+                else:
+                    self._watch = _DynamoImportWatch(self._package, self._loaded)
+                    sys.meta_path.insert(0, self._watch)
             self._users += 1
+
+    def _set(self) -> None:
+        import torch.compiler
+
+        try:
+            self._ctx = torch.compiler.set_stance("force_eager")  # sets it now
+        except RuntimeError:  # called while Dynamo traces this thread: leave it be
+            self._ctx = None
+
+    def _loaded(self) -> None:
+        """``torch._dynamo`` was imported while recordings run."""
+        with self._lock:
+            self._unwatch()
+            if self._users > 0 and self._ctx is None:
+                self._set()
+
+    def _unwatch(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            with contextlib.suppress(ValueError):  # someone else took it off
+                sys.meta_path.remove(watch)
 
     @property
     def eager(self) -> bool:
@@ -112,9 +143,53 @@ class _EagerStance:
     def release(self) -> None:
         with self._lock:
             self._users -= 1
-            if self._users == 0 and self._ctx is not None:
-                ctx, self._ctx = self._ctx, None
-                ctx.__exit__(None, None, None)  # the stance found at acquire
+            if self._users == 0:
+                self._unwatch()
+                if self._ctx is not None:
+                    ctx, self._ctx = self._ctx, None
+                    ctx.__exit__(None, None, None)  # the stance found at acquire
+
+
+class _DynamoImportWatch:
+    """A ``sys.meta_path`` finder that finds nothing itself: when ``package`` is
+    imported, it lets the other finders find it and calls ``loaded()`` once the package
+    has run (by wrapping that one loader's ``exec_module``; the loader stays the module's
+    ``__loader__``)."""
+
+    def __init__(self, package: str, loaded: Callable[[], None]) -> None:
+        self.package = package
+        self.loaded = loaded
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != self.package:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        run = getattr(loader, "exec_module", None)
+        if run is None:
+            return spec
+        loaded = self.loaded
+
+        def exec_module(module: Any) -> None:
+            try:
+                run(module)
+            finally:
+                with contextlib.suppress(AttributeError):
+                    del loader.exec_module  # the loader's own method again
+            loaded()
+
+        # a loader that takes no attributes is not watched
+        with contextlib.suppress(AttributeError, TypeError):
+            loader.exec_module = exec_module
+        return spec
 
 
 EAGER_STANCE = _EagerStance()

@@ -31,6 +31,7 @@ from torch import nn
 
 from .compiled import rebind_compiled_methods
 from .optable import MODULE_ATTRS
+from .placement import computed_attributes
 from .tree import map_tensors, strip_in_place
 
 #: the ``device`` value that asks for fake tensors
@@ -60,6 +61,8 @@ def fake_placed(model: nn.Module, mode: str = "same") -> Iterator[tuple[nn.Modul
         if id(t) not in memo:
             f = fake(t.detach())
             memo[id(t)] = nn.Parameter(f, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else f
+    for t in computed_attributes(model):  # deepcopy refuses them (placement.py)
+        memo[id(t)] = fake(t.detach())
     clone = copy.deepcopy(model, memo)
     rebind_compiled_methods(model, clone)
     if mode != "same":
@@ -103,8 +106,9 @@ def _fake_mode_type() -> type:
     """``FakeTensorMode`` whose own Python code runs with torch functions disabled: ops it
     makes to compute results (``is_conj()``...) are its internals, not the model's ops, even
     when it is reached outside our op handler (a TorchScript module's body)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
     if not _MODE_TYPE:
-        from torch._subclasses.fake_tensor import FakeTensorMode
 
         class QuietFakeTensorMode(FakeTensorMode):
             def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -112,7 +116,19 @@ def _fake_mode_type() -> type:
                     return super().__torch_dispatch__(func, types, args, kwargs)
 
         _MODE_TYPE.append(QuietFakeTensorMode)
-    return _MODE_TYPE[0]
+    quiet = _MODE_TYPE[0]
+    # A higher-order op (torch.cond, while_loop, map, scan, flex_attention...) looks up its
+    # rule for a mode by the mode's exact type (``python_key_table[type(mode)]``), so the
+    # rules torch registered for FakeTensorMode must be ours too; HOPs are registered at
+    # import time, so ones imported since the last recording are picked up here.
+    from torch._ops import _higher_order_ops
+
+    for hop in list(_higher_order_ops.values()):
+        table = hop.python_key_table
+        rule = table.get(FakeTensorMode)
+        if rule is not None and quiet not in table:
+            table[quiet] = rule
+    return quiet
 
 
 def _is_fake_tensor(t: Any) -> bool:

@@ -15,7 +15,7 @@ from .compiled import rebind_compiled_methods
 from .copies import own_buffers, tree_copy
 from .inputs import summary
 from .optable import MODULE_ATTRS
-from .tree import strip_in_place
+from .tree import flat_tensors, strip_in_place
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -68,6 +68,8 @@ def _moved(model: nn.Module, device: torch.device) -> nn.Module:
             continue
         moved = t.detach().to(device)
         memo[id(t)] = nn.Parameter(moved, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else moved
+    for t in computed_attributes(model):
+        memo[id(t)] = t.detach().to(device)
     try:
         clone = copy.deepcopy(model, memo)
     except Exception as e:  # noqa: BLE001 - any failure means we cannot copy safely
@@ -84,6 +86,17 @@ def _moved(model: nn.Module, device: torch.device) -> nn.Module:
             if isinstance(d[k], (torch.Tensor, list, tuple, dict)):
                 d[k] = strip_in_place(d[k], lambda t: t.device != device, lambda t: t.to(device), objects=False)
     return clone
+
+
+def computed_attributes(model: nn.Module) -> Iterator[torch.Tensor]:
+    """Tensors in modules' plain attributes that autograd computed (not leaves), which
+    ``copy.deepcopy`` refuses to copy: ``prune``'s ``weight = weight_orig * mask`` and the
+    old ``nn.utils.weight_norm``'s ``weight``, both recomputed by a forward pre-hook, or a
+    value a model cached from its parameters.  A copy of the model gets them detached."""
+    for m in model.modules():
+        for k, v in m.__dict__.items():
+            if k not in MODULE_ATTRS and isinstance(v, (torch.Tensor, list, tuple, dict)):
+                yield from (t for t in flat_tensors(v) if t.grad_fn is not None)
 
 
 def _tensors(model: nn.Module) -> Iterator[torch.Tensor]:

@@ -30,6 +30,18 @@ from .probes import Probe, Probes
 from .tensor import RecorderTensor
 
 
+def _same_geometry(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """``a`` and ``b`` (aliases) have the same shape, strides and offset.  Tensors without
+    strides (sparse, nested: their ``stride()`` or even ``shape`` raises) have no view
+    geometry that an op could have changed without making a new tensor: same layout is
+    enough."""
+    if a.layout != b.layout or a.is_nested != b.is_nested:
+        return False
+    if a.layout != torch.strided or a.is_nested:
+        return True
+    return a.shape == b.shape and a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
+
+
 class Frame:
     """One module call being executed (or a method call of a submodule, see methods.py)."""
 
@@ -126,12 +138,7 @@ class SessionState:
         entry = self.originals.get(id(t))
         if entry is not None and entry[0] is t:
             theirs = entry[1]
-            if (
-                theirs.shape == t.shape
-                and theirs.dtype == t.dtype
-                and theirs.stride() == t.stride()
-                and theirs.storage_offset() == t.storage_offset()
-            ):
+            if theirs.dtype == t.dtype and _same_geometry(theirs, t):
                 return theirs
         return t.as_subclass(torch.Tensor)
 
