@@ -27,7 +27,7 @@ from .optable import (
     version,
 )
 from .probes import Probe, Probes
-from .tensor import RecorderTensor
+from .tensor import RecorderTensor, alias_as
 
 
 class Frame:
@@ -133,7 +133,7 @@ class SessionState:
                 and theirs.storage_offset() == t.storage_offset()
             ):
                 return theirs
-        return t.as_subclass(torch.Tensor)
+        return alias_as(t, torch.Tensor)
 
     def failed(self, exc: BaseException, path: str, op: FunctionNode | None) -> None:
         """``exc`` passes through (module ``path``, op node ``op``, marked failed) while
@@ -232,7 +232,7 @@ def model_names(model: nn.Module) -> tuple[dict[int, str], dict[int, tuple[str, 
 def recorded_alias(t: torch.Tensor, node: TensorNode, token: object) -> RecorderTensor:
     """A RecorderTensor sharing ``t``'s storage, version counter and autograd history,
     bound to ``node`` of the session with ``token``."""
-    r = t.as_subclass(RecorderTensor)
+    r = alias_as(t, RecorderTensor)
     r._tv_node = node
     try:
         r._tv_ver = r._version
