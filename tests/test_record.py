@@ -505,3 +505,63 @@ def test_strided_nested_tensor_inputs() -> None:
     assert same is nt  # the caller's own object, as without recording
     assert [f.op for f in g.functions()] == ["linear", "relu", "contiguous"]
     g.lint()
+
+
+class NoGradPositions(nn.Module):
+    """Positions from a table, made under ``@torch.no_grad()`` (as transformers' sinusoidal
+    position embeddings) and written in place by the caller with grad on (Kosmos-2.5)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = torch.randn(10, 4)
+
+    @torch.no_grad()
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.table.index_select(0, ids.view(-1)).view(*ids.shape, 4).detach()
+
+
+class WritesNoGradResult(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pos = NoGradPositions()
+        self.segment = nn.Embedding(3, 4)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        p = self.pos(ids)
+        p += self.segment(torch.zeros(1, 1, dtype=torch.long))
+        return p * 2
+
+
+def test_result_made_under_no_grad_can_be_written_in_place_with_grad_on() -> None:
+    """A result made under ``no_grad`` is a fresh tensor that may be written in place once
+    grad is on; the recorder's alias of it must be writable too (an ``as_subclass`` view
+    made under ``no_grad`` is not), and so must an output the caller gets back from a root
+    call run under ``no_grad``."""
+    model = WritesNoGradResult()
+    ids = torch.tensor([[1, 2, 3]])
+    plain = model(ids)
+    out, g = record(model, (ids,))
+    assert torch.equal(out, plain) and out.requires_grad
+    g.lint()
+    assert [f.op for f in g.functions()][-2:] == ["add_", "mul"]
+    out.sum().backward()  # the gradient reaches the embedding through the in-place add
+    assert model.segment.weight.grad is not None and model.segment.weight.grad[0].abs().sum() > 0
+    # what a no_grad root call returns is as writable as the plain result
+    with torch.no_grad():
+        plain = model.pos(ids)
+    with torch.no_grad(), Recorder(model.pos):
+        recorded = model.pos(ids)
+    bias = torch.ones(4, requires_grad=True)
+    plain += bias
+    recorded += bias
+    assert torch.equal(recorded, plain) and recorded.requires_grad
+    # a view made under no_grad stays unwritable with grad on, as without recording
+    rows = nn.Sequential(model.pos, nn.Flatten(0, 1))  # flatten returns a view
+    with torch.no_grad():
+        view = rows(ids)
+    with pytest.raises(RuntimeError, match="no_grad mode"):
+        view += bias
+    with torch.no_grad(), Recorder(rows):
+        view = rows(ids)
+    with pytest.raises(RuntimeError, match="no_grad mode"):
+        view += bias

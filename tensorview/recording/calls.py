@@ -16,7 +16,7 @@ from .objects import Walk, visit
 from .ops import OpRecorder
 from .optable import version
 from .state import Frame, recorded_alias
-from .tensor import RecorderTensor
+from .tensor import RecorderTensor, alias_as
 from .tree import map_tensors
 
 _Disable = torch._C.DisableTorchFunction
@@ -176,7 +176,7 @@ class ModuleScope(OpRecorder):
             # passed through unchanged: an alias node standing for the outer tensor
             parent = self.graph.module(m.parent) if m.parent is not None else m
             alias = self.new_tensor(t, "_out", "intermediate", parent, copy_of=nid, producer=m.id, named_after=m)
-            plain = t.as_subclass(_Tensor) if type(t) is _RT else t
+            plain = alias_as(t, _Tensor) if type(t) is _RT else t
             if type(plain) is _Tensor and plain.layout == torch.strided:
                 return self.stands_for(recorded_alias(plain, alias, token), t)
             if type(t) is not _RT:  # one object (a fake or other foreign tensor): now the alias

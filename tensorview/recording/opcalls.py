@@ -14,7 +14,7 @@ from .metacache import MISS, flat_args, key_of, replay, template_of
 from .metafills import fill_for
 from .methods import MethodScope
 from .optable import version
-from .tensor import RecorderTensor
+from .tensor import RecorderTensor, alias_as
 from .tree import map_tensors
 
 _Disable = torch._C.DisableTorchFunction
@@ -90,7 +90,7 @@ class OpCalls(MethodScope):
 
         def plain(t: torch.Tensor) -> torch.Tensor:
             if type(t) is _RT:
-                p = t.as_subclass(_Tensor)
+                p = alias_as(t, _Tensor)
                 back[id(p)] = t
                 return p
             return t

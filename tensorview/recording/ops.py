@@ -32,7 +32,7 @@ from .optable import (
     version,
 )
 from .state import Frame, recorded_alias
-from .tensor import RecorderTensor
+from .tensor import RecorderTensor, alias_as
 from .tree import map_tensors
 
 #: switches off both our mode and subclass dispatch for our own bookkeeping (property reads
@@ -273,7 +273,7 @@ class OpRecorder(OpCalls):
                 return o
             if o is t:  # op returned an argument unchanged (``x.contiguous()``): a fresh alias
                 if type(o) in PLAIN_TYPES and o.layout == torch.strided:
-                    o = o.as_subclass(_Tensor)
+                    o = alias_as(o, _Tensor)
                 return self.stands_for(self.bind(o, node), t)
         return self.bind(o, node)
 

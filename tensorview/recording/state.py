@@ -27,7 +27,7 @@ from .optable import (
     version,
 )
 from .probes import Probe, Probes
-from .tensor import RecorderTensor
+from .tensor import RecorderTensor, alias_as
 
 
 def _same_geometry(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -140,7 +140,7 @@ class SessionState:
             theirs = entry[1]
             if theirs.dtype == t.dtype and _same_geometry(theirs, t):
                 return theirs
-        return t.as_subclass(torch.Tensor)
+        return alias_as(t, torch.Tensor)
 
     def failed(self, exc: BaseException, path: str, op: FunctionNode | None) -> None:
         """``exc`` passes through (module ``path``, op node ``op``, marked failed) while
@@ -239,7 +239,7 @@ def model_names(model: nn.Module) -> tuple[dict[int, str], dict[int, tuple[str, 
 def recorded_alias(t: torch.Tensor, node: TensorNode, token: object) -> RecorderTensor:
     """A RecorderTensor sharing ``t``'s storage, version counter and autograd history,
     bound to ``node`` of the session with ``token``."""
-    r = t.as_subclass(RecorderTensor)
+    r = alias_as(t, RecorderTensor)
     r._tv_node = node
     try:
         r._tv_ver = r._version

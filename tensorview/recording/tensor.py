@@ -15,6 +15,26 @@ def current_session() -> Any:
     return getattr(_tls, "session", None)
 
 
+_grad_enabled = torch.is_grad_enabled
+_set_grad_enabled = torch._C._set_grad_enabled
+
+
+def alias_as(t: torch.Tensor, cls: type[torch.Tensor]) -> Any:
+    """``t.as_subclass(cls)``, made with grad mode on.  ``as_subclass`` makes a view of
+    ``t``, and PyTorch forbids writing in place with grad on to a view made under
+    ``no_grad``: a result made in a ``@torch.no_grad()`` forward and written by the caller
+    (``p = self.pos(ids); p += emb``, Kosmos-2.5 under ``tv.summary``) would raise where
+    ``t`` itself may be written.  Made with grad on, the alias may be written wherever
+    ``t`` may (an alias of a view made under ``no_grad`` still inherits that mark)."""
+    if _grad_enabled():
+        return t.as_subclass(cls)
+    _set_grad_enabled(True)
+    try:
+        return t.as_subclass(cls)
+    finally:
+        _set_grad_enabled(False)
+
+
 class RecorderTensor(torch.Tensor):
     """A tensor being recorded.  ``_tv_node`` is its current TensorNode (a new one after
     each in-place op), ``_tv_ver`` the version counter value that node stands for and
