@@ -16,7 +16,7 @@ from .cost.layers import STATS, ActivationBytes, check_stats
 from .cost.probe import CostProbe
 from .cost.summary import Summary, check_options
 from .drawing import ComputationGraph
-from .errors import InvalidInputError, InvalidTypeError, choices_error
+from .errors import InvalidInputError, InvalidTypeError, RecordingError, add_hint, choices_error
 from .graph import Graph, ViewOptions, ir_of
 from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
@@ -220,7 +220,17 @@ def summary(
     check_model(model, "summary")
     check_forward_kwargs(model, forward_kwargs, _option_names(summary))
     check_options(depth, optimizer, state_dtype)
-    graph = _record(model, (input_size, input_data, dtypes, forward_kwargs), device, mode, STATS, False)
+    try:
+        graph = _record(model, (input_size, input_data, dtypes, forward_kwargs), device, mode, STATS, False)
+    except RecordingError as e:
+        if mode == "train" and not model.training:  # it failed in a mode the caller did not ask for
+            add_hint(
+                e,
+                "tv.summary records in training mode by default (what backward needs is part of the "
+                "cost); the model is in eval mode: if its forward fails only in training mode "
+                "(BatchNorm with a batch of 1, a training-only input), pass mode='eval'",
+            )
+        raise
     return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
 
 

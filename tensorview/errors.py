@@ -89,6 +89,11 @@ def recording_error(exc: BaseException, message: str, *, graph: Any = None, modu
     return err
 
 
+def add_hint(err: RecordingError, hint: str) -> None:
+    """Append ``hint`` (what to do) to the message of ``err``."""
+    err.args = (f"{err}\n{hint}",)
+
+
 #: what every exception has (args, __cause__...): not fields of a particular type
 _BASE_FIELDS = frozenset(vars(BaseException))
 

@@ -207,3 +207,20 @@ def test_a_cpu_model_in_train_mode_is_not_touched() -> None:
     s = tv.summary(model, input_size=(2, 3, 16, 16), device="cpu", mode="train")
     assert same(snapshot(model), before) and not model.training
     assert s.buffers == 17
+
+
+def test_a_forward_that_fails_only_in_training_mode_says_to_pass_eval() -> None:
+    """tv.summary records in training mode by default: a BatchNorm1d given a batch of one
+    raises there (not in the eval mode the model is in), and the error says what to do."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).eval()
+    with pytest.raises(tv.RecordingError, match=r"Expected more than 1 value per channel") as info:
+        tv.summary(model, input_size=(1, 4))
+    assert "pass mode='eval'" in str(info.value) and info.value.module_path == "1"
+    assert isinstance(info.value, ValueError)  # still the original type
+    assert not model.training
+    s = tv.summary(model, input_size=(1, 4), mode="eval")
+    assert s.total_params == unique_params(model) == 4 * 4 + 4 + 2 * 4
+    train = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))  # in training mode itself: no hint
+    with pytest.raises(tv.RecordingError) as info:
+        tv.summary(train, input_size=(1, 4))
+    assert "mode='eval'" not in str(info.value)
