@@ -28,13 +28,14 @@ import sys
 import time
 import tracemalloc
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from floor import as_recorded, minimal_recording  # noqa: E402
 from models import CASES, Case, deep_mlp  # noqa: E402
 from pictures import measure as measure_pictures  # noqa: E402
 from pictures import targets as picture_targets  # noqa: E402
@@ -71,27 +72,27 @@ def timed(fn: Callable[[], Any], budget: float | None = None) -> float:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def least_cpu_interleaved(a: Callable[[], Any], b: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    """The least CPU time (``process_time``) of ``a`` and of ``b`` over ``repeats`` runs each,
-    taken alternately (after one warm-up each), so both see the same machine: the least
-    is the run the machine disturbed least (as ``timeit`` advises).  With one intra-op
+def least_cpu_interleaved(fns: Sequence[Callable[[], Any]], repeats: int) -> list[float]:
+    """The least CPU time (``process_time``) of each of ``fns`` over ``repeats`` runs each,
+    taken in turn (after one warm-up each), so all see the same machine: the least is
+    the run the machine disturbed least (as ``timeit`` advises).  With one intra-op
     thread: other threads' CPU time (torch's pool spins after each parallel op) would count
     in proportion to the wall time, and the recording's own work is one thread's anyway."""
-    best = [float("inf"), float("inf")]
+    best = [float("inf")] * len(fns)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        a()
-        b()
+        for fn in fns:
+            fn()
         for _ in range(repeats):
-            for i, fn in enumerate((a, b)):
+            for i, fn in enumerate(fns):
                 gc.collect()
                 t0 = time.process_time()
                 fn()
                 best[i] = min(best[i], time.process_time() - t0)
     finally:
         torch.set_num_threads(threads)
-    return best[0], best[1]
+    return best
 
 
 def median_time(fn: Callable[[], Any], repeats: int, budget: float | None = None) -> float:
@@ -129,7 +130,14 @@ def run_case(case: Case, repeats: int | None) -> dict[str, Any]:
     row["plain"] = median_time(plain, n)
     row["record"] = median_time(record, n)
     if device == "cpu":  # the overhead per op: a difference of small numbers, taken the quiet way
-        row["plain_cpu"], row["record_cpu"] = least_cpu_interleaved(plain, record, max(n, 7))
+
+        def floor() -> None:  # the least a recorder of this design costs (floor.py)
+            with torch.no_grad(), minimal_recording([]):
+                model(**recorded_inputs)
+
+        recorded_inputs = as_recorded(inputs)
+        times = least_cpu_interleaved([plain, record, floor], max(n, 7))
+        row["plain_cpu"], row["record_cpu"], row["floor_cpu"] = times
     try:
         row["tv_draw"] = median_time(tv_draw, n)
         g, source = tv_draw()
@@ -374,6 +382,7 @@ COLUMNS = [
     "dot -Tsvg s",
     "Recorder/plain",
     "us/op",
+    "floor us/op",
     "torchview/tv",
 ]
 
@@ -385,6 +394,14 @@ def us_per_op(r: dict[str, Any]) -> float | None:
         return (r["record_cpu"] - r["plain_cpu"]) / r["ops"] * 1e6
     if isinstance(r["record"], float) and isinstance(r["plain"], float) and r["ops"]:
         return (r["record"] - r["plain"]) / r["ops"] * 1e6
+    return None
+
+
+def floor_per_op(r: dict[str, Any]) -> float | None:
+    """The overhead per op of the design's floor (floor.py), measured with ``us_per_op``'s
+    CPU times."""
+    if "floor_cpu" in r and r["ops"]:
+        return (r["floor_cpu"] - r["plain_cpu"]) / r["ops"] * 1e6
     return None
 
 
@@ -410,6 +427,7 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
                 fmt_s(r["dot"]),
                 f"{rp:.2f}x" if rp is not None else "-",
                 f"{us_per_op(r):.1f}" if us_per_op(r) is not None else "-",
+                f"{floor_per_op(r):.1f}" if floor_per_op(r) is not None else "-",
                 tt_s,
             ]
         )
@@ -453,7 +471,13 @@ def targets(
             (
                 "recording overhead on real CPU tensors <= 15 us per op",
                 all(u <= 15 for _, u in cpu_ok) and len(cpu_ok) == len(cpu),
-                ", ".join(f"{m}: {u:.1f}" for m, u in cpu_ok),
+                ", ".join(
+                    f"{r['model']}: {u:.1f} (design floor {f:.1f})"
+                    if (f := floor_per_op(r)) is not None
+                    else f"{r['model']}: {u:.1f}"
+                    for r in rows
+                    if r["device"] == "cpu" and (u := us_per_op(r)) is not None
+                ),
             )
         )
     speed = []
@@ -644,7 +668,10 @@ def main() -> None:
             f"at {DOT_TIMEOUT_S:.0f} s); **torchlens**: `torchlens.trace(model, x)` with its defaults (CPU "
             "models only: it refuses meta tensors); **us/op**: (Recorder - plain) / ops, the recording overhead "
             "per recorded op; on CPU models from the least CPU time (`process_time`, one intra-op thread) of "
-            "7+ runs of each, alternated (the other columns are medians of wall time).\n"
+            "7+ runs of each, alternated (the other columns are medians of wall time); **floor us/op**: the same "
+            "for a minimal recorder of the same design (bench/floor.py: a torch-function mode, results re-wrapped "
+            "as RecorderTensors, a patched `nn.Module.__call__`, one tuple per op and call, nothing else), the "
+            "least any Python recorder built this way costs.\n"
             "- densenet201 and raft_small with torchvision's layout are torchvision-free replicas "
             "(bench/replicas.py): same module tree and control flow.\n"
             "- Transformers models are full-size configs built on meta with inputs on meta (sequence length "
