@@ -29,7 +29,10 @@ def main() -> int:
         harness = Harness(args.seed)
         report = harness.run(args.iterations)
     took = time.perf_counter() - start
-    print(f"{report.iterations} interrupted calls ({report.interrupted} ended in KeyboardInterrupt), {took:.1f} s")
+    print(
+        f"{report.iterations} interrupted calls ({report.interrupted} ended in KeyboardInterrupt, "
+        f"{report.missed} ran fewer bytecodes than calibrated), {took:.1f} s"
+    )
     print(
         "bytecodes per call (tensorview's own): "
         + ", ".join(f"{k}: {v} ({harness.ours[k]})" for k, v in harness.calls.items())

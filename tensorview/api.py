@@ -14,7 +14,7 @@ from torch import nn
 
 from .cost.layers import STATS, ActivationBytes, check_stats
 from .cost.probe import CostProbe
-from .cost.summary import Summary, check_options
+from .cost.summary import TRAIN_MODE_HINT, Summary, check_options
 from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, RecordingError, add_hint, choices_error
 from .graph import Graph, ViewOptions, ir_of
@@ -224,12 +224,7 @@ def summary(
         graph = _record(model, (input_size, input_data, dtypes, forward_kwargs), device, mode, STATS, False)
     except RecordingError as e:
         if mode == "train" and not model.training:  # it failed in a mode the caller did not ask for
-            add_hint(
-                e,
-                "tv.summary records in training mode by default (what backward needs is part of the "
-                "cost); the model is in eval mode: if its forward fails only in training mode "
-                "(BatchNorm with a batch of 1, a training-only input), pass mode='eval'",
-            )
+            add_hint(e, TRAIN_MODE_HINT)
         raise
     return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
 

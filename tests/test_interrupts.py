@@ -24,9 +24,10 @@ def test_random_interrupts_leave_nothing_behind() -> None:
     report = interrupts.run(ITERATIONS, seed=8)
     assert report.iterations == ITERATIONS
     # each call ended in KeyboardInterrupt, unless CPython itself discarded it (raised in a
-    # weakref callback, where a real Ctrl-C is lost too): those are counted apart, and rare
-    assert report.interrupted + report.lost_by_python == ITERATIONS
-    assert report.lost_by_python <= ITERATIONS // 50
+    # weakref callback, where a real Ctrl-C is lost too) or the call ended before the bytecode
+    # drawn (the count is calibrated on one run): those are counted apart, and rare
+    assert report.interrupted + report.lost_by_python + report.missed == ITERATIONS
+    assert report.lost_by_python <= ITERATIONS // 50 and report.missed <= ITERATIONS // 50
     assert report.total() == 0, f"{dict(report.leftovers)}, e.g. {report.examples}"
 
 

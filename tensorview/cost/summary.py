@@ -82,6 +82,14 @@ def _depth(value: Any) -> int | None:
     return value
 
 
+#: added to the error of a summary whose forward failed in training mode, the model being in eval
+TRAIN_MODE_HINT = (
+    "tv.summary records in training mode by default (what backward needs is part of the cost); "
+    "the model is in eval mode: if its forward fails only in training mode (BatchNorm with a batch "
+    "of 1, a training-only input), pass mode='eval'"
+)
+
+
 def check_options(depth: Any, optimizer: Any, state_dtype: Any) -> None:
     """Fail before recording on a bad ``depth``, ``optimizer`` or ``state_dtype``."""
     _depth(depth)
