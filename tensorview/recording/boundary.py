@@ -118,6 +118,7 @@ class RootBoundary(ModuleScope):
                 self.sources.clear()
                 self.mutations.clear()
                 self.originals.clear()
+                self.plain_of.clear()
                 if self.writes is not None:
                     self.writes.close()
                     self.writes = None

@@ -107,6 +107,8 @@ class SessionState:
         #: id -> (ours, theirs).  Where one is left on the model or returned, theirs is put
         #: back (boundary.py), as the forward without us would leave that same object there.
         self.originals: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        #: the plain tensor made for each of ours left where the caller can see it (theirs)
+        self.plain_of: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def stands_for(self, ours: torch.Tensor, theirs: torch.Tensor) -> torch.Tensor:
         """Note that ``ours`` stands for the caller's ``theirs`` (or for the tensor that
@@ -122,7 +124,12 @@ class SessionState:
 
     def theirs(self, t: torch.Tensor) -> torch.Tensor:
         """The caller's tensor for one of ours, ``t``, if ``t`` stands for one and still has
-        its shape, strides and offset; else a plain tensor sharing ``t``'s storage."""
+        its shape, strides and offset; else a plain tensor sharing ``t``'s storage, the same
+        object for every place ``t`` is left in (returned twice, or returned and stored on
+        the model: one object there without recording, so one object here too)."""
+        made = self.plain_of.get(id(t))
+        if made is not None and made[0] is t:
+            return made[1]
         entry = self.originals.get(id(t))
         if entry is not None and entry[0] is t:
             theirs = entry[1]
@@ -133,7 +140,9 @@ class SessionState:
                 and theirs.storage_offset() == t.storage_offset()
             ):
                 return theirs
-        return t.as_subclass(torch.Tensor)
+        plain = t.as_subclass(torch.Tensor)
+        self.plain_of[id(t)] = (t, plain)  # holds t: its id stays its own until cleared
+        return plain
 
     def failed(self, exc: BaseException, path: str, op: FunctionNode | None) -> None:
         """``exc`` passes through (module ``path``, op node ``op``, marked failed) while
