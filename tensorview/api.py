@@ -40,9 +40,9 @@ class Recorder(BaseRecorder[ComputationGraph]):
     >>> [m.path for m in rec.graph.graph.modules()]
     ['', '0', '1']
 
-    ``device``, ``meta_replay`` and ``probes`` are those of ``recording.BaseRecorder`` (the
-    model is left as it was; outputs are plain tensors); ``options``/``render_options`` are
-    what ``graph`` shows and how it draws.
+    ``device``, ``meta_replay``, ``probes`` and ``keep_parameters`` are those of
+    ``recording.BaseRecorder`` (the model is left as it was; outputs are plain tensors);
+    ``options``/``render_options`` are what ``graph`` shows and how it draws.
     """
 
     def __init__(
@@ -52,10 +52,11 @@ class Recorder(BaseRecorder[ComputationGraph]):
         device: Any = None,
         meta_replay: bool = True,
         probes: Sequence[Probe] = (),
+        keep_parameters: bool = False,
         options: ViewOptions | None = None,
         render_options: RenderOptions | None = None,
     ) -> None:
-        super().__init__(model, device=device, meta_replay=meta_replay, probes=probes)
+        super().__init__(model, device=device, meta_replay=meta_replay, probes=probes, keep_parameters=keep_parameters)
         for name, value, cls in (("options", options, ViewOptions), ("render_options", render_options, RenderOptions)):
             if value is not None and not isinstance(value, cls):
                 raise InvalidTypeError(f"{name} must be a {cls.__name__} or None, got {value!r:.80}")
@@ -189,6 +190,9 @@ def _record(
             args, kwargs = to_fake((args, kwargs))
         else:
             runnable = placed(model, dev, mode)  # a copy where the mode or buffers would change
+        # a copy shares the caller's parameters, but what forward sets on self stays on the
+        # copy: parameters it writes are put back too (recording/keep.py)
+        options["keep_parameters"] = runnable is not model
         with torch.set_grad_enabled(bool(stats)), Recorder(runnable, device=dev, probes=probes, **options) as rec:
             runnable(*args, **kwargs)
     return rec.graph.annotate(ActivationBytes()) if "activation_bytes" in stats else rec.graph

@@ -15,6 +15,7 @@ from torch import nn
 from ..graph import FunctionNode, ModuleNode, Node, NodeFactory, Shape, TensorNode
 from .compiled import optimized_module_type, unwrap
 from .inference import InferenceWrites
+from .keep import KeptParameters
 from .optable import (
     BUFFER_ROLE,
     DEVICE_NAMES,
@@ -57,7 +58,13 @@ class Frame:
 
 class SessionState:
     def __init__(
-        self, model: nn.Module, *, device: Any = None, meta_replay: bool = True, probes: Sequence[Probe] = ()
+        self,
+        model: nn.Module,
+        *,
+        device: Any = None,
+        meta_replay: bool = True,
+        probes: Sequence[Probe] = (),
+        keep_parameters: bool = False,
     ) -> None:
         #: the model recorded: a ``torch.compile`` wrapper stands for the module it wraps
         self.model = model = unwrap(model)
@@ -89,6 +96,8 @@ class SessionState:
         #: outlived its recording) and is treated as a plain tensor
         self.token = object()
         self.module_names, self.param_names = model_names(model)
+        #: the model's parameters and buffers written in place, saved to be put back (keep.py)
+        self.kept = KeptParameters(self.param_names) if keep_parameters else None
         #: the modules not in the model's tree that were named while recording (calls.py)
         self.found_modules: list[nn.Module] = []
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
