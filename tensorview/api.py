@@ -24,6 +24,7 @@ from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
 from .recording.placement import as_device, model_device, placed
 from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
+from .render.style import styler_class
 from .transform import build_view
 
 MODES = ("eval", "train", "same")
@@ -40,9 +41,9 @@ class Recorder(BaseRecorder[ComputationGraph]):
     >>> [m.path for m in rec.graph.graph.modules()]
     ['', '0', '1']
 
-    ``device``, ``meta_replay`` and ``probes`` are those of ``recording.BaseRecorder`` (the
-    model is left as it was; outputs are plain tensors); ``options``/``render_options`` are
-    what ``graph`` shows and how it draws.
+    ``device``, ``meta_replay``, ``probes`` and ``keep_parameters`` are those of
+    ``recording.BaseRecorder`` (the model is left as it was; outputs are plain tensors);
+    ``options``/``render_options`` are what ``graph`` shows and how it draws.
     """
 
     def __init__(
@@ -52,10 +53,11 @@ class Recorder(BaseRecorder[ComputationGraph]):
         device: Any = None,
         meta_replay: bool = True,
         probes: Sequence[Probe] = (),
+        keep_parameters: bool = False,
         options: ViewOptions | None = None,
         render_options: RenderOptions | None = None,
     ) -> None:
-        super().__init__(model, device=device, meta_replay=meta_replay, probes=probes)
+        super().__init__(model, device=device, meta_replay=meta_replay, probes=probes, keep_parameters=keep_parameters)
         for name, value, cls in (("options", options, ViewOptions), ("render_options", render_options, RenderOptions)):
             if value is not None and not isinstance(value, cls):
                 raise InvalidTypeError(f"{name} must be a {cls.__name__} or None, got {value!r:.80}")
@@ -189,6 +191,9 @@ def _record(
             args, kwargs = to_fake((args, kwargs))
         else:
             runnable = placed(model, dev, mode)  # a copy where the mode or buffers would change
+        # a copy shares the caller's parameters, but what forward sets on self stays on the
+        # copy: parameters it writes are put back too (recording/keep.py)
+        options["keep_parameters"] = runnable is not model
         with torch.set_grad_enabled(bool(stats)), Recorder(runnable, device=dev, probes=probes, **options) as rec:
             runnable(*args, **kwargs)
     return rec.graph.annotate(ActivationBytes()) if "activation_bytes" in stats else rec.graph
@@ -258,24 +263,12 @@ def make_dot(
     ``Graph``), opened down to ``render_depth`` (the view depth) with a dashed box around
     each opened module, styled by ``styler_cls(**styler_args)`` (torchrecorder)."""
     ir = ir_of(graph, "make_dot")
-    styler_cls = _styler_class(styler_cls)
+    styler_cls = styler_class(styler_cls)
     base = graph.options if isinstance(graph, ComputationGraph) else ViewOptions()
     render_options = graph.render_options if isinstance(graph, ComputationGraph) else RenderOptions()
     options = base.replace(depth=render_depth, expand_nested=True)
     styler = (styler_cls or GraphvizStyler)(**styler_args)
     return DotRenderer(styler).digraph(build_view(ir, options), render_options)
-
-
-def _styler_class(styler_cls: Any) -> type[GraphvizStyler] | None:
-    if styler_cls is None or (isinstance(styler_cls, type) and issubclass(styler_cls, GraphvizStyler)):
-        return styler_cls
-    if isinstance(styler_cls, GraphvizStyler):
-        raise InvalidTypeError(
-            f"styler_cls must be a class (GraphvizStyler or a subclass), got an instance of "
-            f"{type(styler_cls).__name__}: pass the class, e.g. styler_cls={type(styler_cls).__name__}, "
-            "and its arguments as keywords of make_dot"
-        )
-    raise InvalidTypeError(f"styler_cls must be GraphvizStyler or a subclass of it, got {styler_cls!r:.80}")
 
 
 def render_network(

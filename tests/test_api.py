@@ -129,6 +129,46 @@ def test_draw_graph_never_writes_the_callers_buffers(mode: str) -> None:
     }
 
 
+class RescalesInPlace(nn.Module):
+    """RWKV's ``_rescale_layers``: weights scaled in place when the mode differs from the one
+    the weights were last scaled for, which is noted on ``self``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.rescaled = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.rescaled == self.training:
+            with torch.no_grad():
+                self.fc.weight.mul_(2.0) if self.training else self.fc.weight.div_(2.0)
+                self.fc.bias[:2].zero_()  # a write through a view
+            self.rescaled = not self.training
+        return self.fc(x)
+
+
+@pytest.mark.parametrize("call", ["draw_graph", "summary"])
+def test_a_copy_in_another_mode_leaves_the_callers_parameters_alone(call: str) -> None:
+    """Recorded on a tree copy in train mode (what the copy sets on self stays there), the
+    forward's in-place writes of the caller's parameters are undone too: else the caller's
+    model kept the weights of train mode with the flag of eval mode, and its next forward
+    gave other values than before."""
+    model = RescalesInPlace().eval()
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        before = model(x)  # the weights scaled for eval, as after any use
+    weight, values = model.fc.weight, [p.detach().clone() for p in model.parameters()]
+    if call == "draw_graph":
+        g = tv.draw_graph(model, input_data=x, mode="train").graph
+    else:
+        g = tv.summary(model, input_data=x, device=None).graph.graph
+    assert [n.op for n in g.functions()][:2] == ["mul_", "getitem"]  # the writes ran, recorded
+    assert model.fc.weight is weight and model.rescaled and not model.training
+    assert all(torch.equal(p, v) for p, v in zip(model.parameters(), values, strict=True))
+    with torch.no_grad():
+        assert torch.equal(model(x), before)
+
+
 @pytest.mark.parametrize(
     "kwargs, expected_inputs",
     [

@@ -226,3 +226,29 @@ def test_tensors_left_on_the_model_or_returned_are_the_callers_own(device: str) 
     assert [n.op for n in rec.graph.graph.functions()][:1] == ["to"]
     if device == "cpu":
         assert m.steps.item() == 1.0 and torch.equal(m.scaled, torch.full((3,), 2.0))
+
+
+class ReturnsOneTensorTwice(nn.Module):
+    """Returns its last hidden state twice and keeps it, as Sam2HieraDetModel does with
+    ``last_hidden_state`` and ``intermediate_hidden_states[-1]``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> dict[str, Any]:
+        h = self.fc(x)
+        self.last = h
+        return {"last": h, "stages": (x * 2, h)}
+
+
+def test_a_tensor_left_in_several_places_is_one_object() -> None:
+    """Without recording, the tensor returned twice and stored on the model is one object;
+    it must come back as one object (not a plain twin per place), and as one output."""
+    m = ReturnsOneTensorTwice()
+    with Recorder(m) as rec:
+        out = m(torch.randn(2, 3))
+    h = out["last"]
+    assert type(h) is torch.Tensor and out["stages"][1] is h and m.last is h
+    g = rec.graph.graph
+    assert [g.nodes[i].source_name for i in g.outputs] == ["last", "stages[0]"]

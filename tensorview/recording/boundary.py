@@ -105,6 +105,8 @@ class RootBoundary(ModuleScope):
                 _set_tf_state(tf_state)
             self._pop_mode()
             try:
+                if self.kept is not None:  # parameters the forward wrote in place (keep.py)
+                    self.kept.restore()
                 if self.probes is not None:
                     self.probes.stop()
                     for name, values in self.probes.layers().items():
@@ -118,6 +120,7 @@ class RootBoundary(ModuleScope):
                 self.sources.clear()
                 self.mutations.clear()
                 self.originals.clear()
+                self.plain_of.clear()
                 if self.writes is not None:
                     self.writes.close()
                     self.writes = None

@@ -154,6 +154,8 @@ class OpRecorder(OpCalls):
                 with torch._C.DisableTorchFunctionSubclass():
                     return func(*args, **kwargs)
             return func(*args, **kwargs)
+        if self.kept is not None:  # draw_graph, summary: the caller's parameters are put back
+            self.kept.before(func, ins, kwargs)
 
         with _Disable():
             top = self.stack[-1]

@@ -33,11 +33,19 @@ class BaseRecorder(Generic[R]):
     meta device, ops already seen with the same argument shapes are not run again; their
     results' metadata is replayed (see recording/metacache.py), which makes recording large
     meta models several times faster.  Graphs are the same either way.  ``probes`` record
-    extra facts per node as annotations (see recording/probes.py).
+    extra facts per node as annotations (see recording/probes.py).  ``keep_parameters``:
+    parameters and buffers of ``model`` that the forward writes in place get their values
+    back when the call ends (``draw_graph`` and ``summary`` use it; see recording/keep.py).
     """
 
     def __init__(
-        self, model: nn.Module, *, device: Any = None, meta_replay: bool = True, probes: Sequence[Probe] = ()
+        self,
+        model: nn.Module,
+        *,
+        device: Any = None,
+        meta_replay: bool = True,
+        probes: Sequence[Probe] = (),
+        keep_parameters: bool = False,
     ) -> None:
         check_model(model, "Recorder")
         bad = [p for p in probes if not isinstance(p, Probe)]
@@ -47,6 +55,7 @@ class BaseRecorder(Generic[R]):
         self.device = device
         self.meta_replay = meta_replay
         self.probes = tuple(probes)
+        self.keep_parameters = keep_parameters
         self._session: Session | None = None
         self._acquired = False  # holds a share of the nn.Module.__call__ patch
         self._guard: interrupts.deferred | None = None
@@ -61,7 +70,13 @@ class BaseRecorder(Generic[R]):
         try:
             if current_session() is not None:
                 raise TensorviewError("a Recorder is already active in this thread; recorders do not nest")
-            self._session = Session(self.model, device=self.device, meta_replay=self.meta_replay, probes=self.probes)
+            self._session = Session(
+                self.model,
+                device=self.device,
+                meta_replay=self.meta_replay,
+                probes=self.probes,
+                keep_parameters=self.keep_parameters,
+            )
             MODULE_CALL.acquire()
             self._acquired = True
             _tls.session = self._session

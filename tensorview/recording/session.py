@@ -41,9 +41,15 @@ class Session(RootBoundary):
     over one ``SessionState``."""
 
     def __init__(
-        self, model: nn.Module, *, device: Any = None, meta_replay: bool = True, probes: Sequence[Probe] = ()
+        self,
+        model: nn.Module,
+        *,
+        device: Any = None,
+        meta_replay: bool = True,
+        probes: Sequence[Probe] = (),
+        keep_parameters: bool = False,
     ) -> None:
-        super().__init__(model, device=device, meta_replay=meta_replay, probes=probes)
+        super().__init__(model, device=device, meta_replay=meta_replay, probes=probes, keep_parameters=keep_parameters)
         self._mode = _Mode(self)
 
     def call_module(

@@ -15,6 +15,7 @@ from torch import nn
 from ..graph import FunctionNode, ModuleNode, Node, NodeFactory, Shape, TensorNode
 from .compiled import optimized_module_type, unwrap
 from .inference import InferenceWrites
+from .keep import KeptParameters
 from .optable import (
     BUFFER_ROLE,
     DEVICE_NAMES,
@@ -69,7 +70,13 @@ class Frame:
 
 class SessionState:
     def __init__(
-        self, model: nn.Module, *, device: Any = None, meta_replay: bool = True, probes: Sequence[Probe] = ()
+        self,
+        model: nn.Module,
+        *,
+        device: Any = None,
+        meta_replay: bool = True,
+        probes: Sequence[Probe] = (),
+        keep_parameters: bool = False,
     ) -> None:
         #: the model recorded: a ``torch.compile`` wrapper stands for the module it wraps
         self.model = model = unwrap(model)
@@ -101,6 +108,8 @@ class SessionState:
         #: outlived its recording) and is treated as a plain tensor
         self.token = object()
         self.module_names, self.param_names = model_names(model)
+        #: the model's parameters and buffers written in place, saved to be put back (keep.py)
+        self.kept = KeptParameters(self.param_names) if keep_parameters else None
         #: the modules not in the model's tree that were named while recording (calls.py)
         self.found_modules: list[nn.Module] = []
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
@@ -119,6 +128,8 @@ class SessionState:
         #: id -> (ours, theirs).  Where one is left on the model or returned, theirs is put
         #: back (boundary.py), as the forward without us would leave that same object there.
         self.originals: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        #: the plain tensor made for each of ours left where the caller can see it (theirs)
+        self.plain_of: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def stands_for(self, ours: torch.Tensor, theirs: torch.Tensor) -> torch.Tensor:
         """Note that ``ours`` stands for the caller's ``theirs`` (or for the tensor that
@@ -134,13 +145,20 @@ class SessionState:
 
     def theirs(self, t: torch.Tensor) -> torch.Tensor:
         """The caller's tensor for one of ours, ``t``, if ``t`` stands for one and still has
-        its shape, strides and offset; else a plain tensor sharing ``t``'s storage."""
+        its shape, strides and offset; else a plain tensor sharing ``t``'s storage, the same
+        object for every place ``t`` is left in (returned twice, or returned and stored on
+        the model: one object there without recording, so one object here too)."""
+        made = self.plain_of.get(id(t))
+        if made is not None and made[0] is t:
+            return made[1]
         entry = self.originals.get(id(t))
         if entry is not None and entry[0] is t:
             theirs = entry[1]
             if theirs.dtype == t.dtype and _same_geometry(theirs, t):
                 return theirs
-        return alias_as(t, torch.Tensor)
+        plain = alias_as(t, torch.Tensor)
+        self.plain_of[id(t)] = (t, plain)  # holds t: its id stays its own until cleared
+        return plain
 
     def failed(self, exc: BaseException, path: str, op: FunctionNode | None) -> None:
         """``exc`` passes through (module ``path``, op node ``op``, marked failed) while

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import InvalidTypeError
 from ..graph import Cluster, FunctionNode, ModuleNode, TensorNode, View, ViewNode, unhandled
 
 
@@ -93,3 +94,16 @@ class GraphvizStyler:
             "fontsize": "10",
             "labeljust": "l",
         }
+
+
+def styler_class(styler_cls: Any) -> type[GraphvizStyler] | None:
+    """``styler_cls`` checked: None, or GraphvizStyler or a subclass (torchrecorder's ``make_dot``)."""
+    if styler_cls is None or (isinstance(styler_cls, type) and issubclass(styler_cls, GraphvizStyler)):
+        return styler_cls
+    if isinstance(styler_cls, GraphvizStyler):
+        raise InvalidTypeError(
+            f"styler_cls must be a class (GraphvizStyler or a subclass), got an instance of "
+            f"{type(styler_cls).__name__}: pass the class, e.g. styler_cls={type(styler_cls).__name__}, "
+            "and its arguments as keywords of make_dot"
+        )
+    raise InvalidTypeError(f"styler_cls must be GraphvizStyler or a subclass of it, got {styler_cls!r:.80}")

@@ -1,0 +1,70 @@
+"""Parameters a recorded forward writes in place, put back when the recording ends.
+
+``draw_graph`` and ``summary`` record a copy of the module tree that holds the caller's
+Parameter objects (placement.py: no parameter memory is copied), in the mode asked for.
+A forward that writes a parameter in place would write the caller's: RWKV rescales its
+output weights in place (``weight.div_(2 ** k)``) when its mode differs from the one it
+last ran in, and notes that on ``self``, which is the copy; the caller's model was left
+with rescaled weights and a flag saying they were not, so its next forward rescaled them
+again.  With ``keep_parameters``, the session saves a parameter (or buffer) of the model
+before the first op that writes it, and copies the saved values back at the end, also
+when the forward raised: only what is written costs memory.
+
+An op writes its first tensor argument (or a view of a parameter) when its name ends in
+``_`` (``mul_``, ``copy_``, ``zero_``, ``uniform_``), is an in-place operator
+(``__setitem__``, ``__iadd__``...), or it has ``inplace=True`` or ``out=``.  Writes the
+recorder cannot see are not caught: ``p.data`` replaced, or a kernel inside an opaque
+(TorchScript) module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+_IN_PLACE_OPERATORS = frozenset(
+    {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__"}
+    | {"__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__"}
+)
+#: names ending in ``_`` that write no values
+_NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream_"})
+_writes_by_func: dict[Any, bool] = {}
+
+
+def _writes(func: Any) -> bool:
+    w = _writes_by_func.get(func)
+    if w is None:
+        name = getattr(func, "__name__", "") or ""
+        w = name in _IN_PLACE_OPERATORS or (name.endswith("_") and not name.endswith("__") and name not in _NOT_WRITES)
+        _writes_by_func[func] = w
+    return w
+
+
+class KeptParameters:
+    """The model's parameters and buffers (``owned``: id -> anything), saved before their
+    first in-place write, restored by ``restore``."""
+
+    def __init__(self, owned: dict[int, Any]) -> None:
+        self.owned = owned
+        self.saved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def before(self, func: Any, ins: list[torch.Tensor], kwargs: dict[str, Any]) -> None:
+        """Op ``func`` is about to run on tensor arguments ``ins``: save what it writes."""
+        out = kwargs.get("out") if kwargs else None
+        if not (_writes(func) or (kwargs and kwargs.get("inplace") is True) or out is not None):
+            return
+        targets = [*ins[:1], *(out if isinstance(out, (list, tuple)) else [out] if out is not None else [])]
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            for t in targets:
+                if not isinstance(t, torch.Tensor):
+                    continue
+                p = t if id(t) in self.owned else t._base
+                if p is not None and id(p) in self.owned and id(p) not in self.saved:
+                    self.saved[id(p)] = (p, p.detach().clone())
+
+    def restore(self) -> None:
+        saved, self.saved = self.saved, {}
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            for p, value in saved.values():
+                p.copy_(value)
