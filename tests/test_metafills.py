@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 import torch
-import transformers
 from torch import nn
 
 import tensorview as tv
 from tensorview.graph import Graph
 from tensorview.recording import Recorder
+
+from .test_transformers_tier import ARCHS, build
 
 pytestmark = pytest.mark.skipif(not hasattr(torch, "_grouped_mm"), reason="this torch has no grouped_mm")
 
@@ -101,20 +102,8 @@ def test_grouped_mm_costs_on_meta_what_it_costs_on_the_cpu() -> None:
 def test_mixtral_with_its_default_experts_kernel_draws_on_meta_and_fake() -> None:
     """A float32 Mixtral as ``from_config`` builds it (grouped_mm experts): the same ops on
     CPU, meta and fake, and the same cost numbers."""
-    cfg = transformers.AutoConfig.for_model(
-        "mixtral",
-        num_hidden_layers=2,
-        hidden_size=32,
-        intermediate_size=64,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=100,
-        max_position_embeddings=64,
-        num_local_experts=4,
-        num_experts_per_tok=2,
-    )
-    torch.manual_seed(0)
-    model = transformers.AutoModel.from_config(cfg).eval()
+    arch = next(a for a in ARCHS if a.model_type == "mixtral")
+    model = build(arch, "cpu")  # (the tier's meta build passes experts_implementation; this one does not)
     ids = {"input_ids": torch.randint(0, 100, (1, 8))}
     ops = {}
     for device in ("cpu", "meta", "fake"):
