@@ -64,6 +64,28 @@ def test_meta_error_says_what_cannot_run_and_what_to_do(cls: type[nn.Module], op
     assert "transformers" not in msg  # the model option hint is for Hugging Face models only
 
 
+class Packed(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.LSTM(4, 8, batch_first=True)
+
+    def forward(self, x: torch.Tensor, lengths: Any) -> torch.Tensor:
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        return nn.utils.rnn.pad_packed_sequence(self.rnn(packed)[0], batch_first=True)[0]
+
+
+def test_packed_sequences_on_meta_say_to_record_on_the_cpu() -> None:
+    """draw_graph moves the lengths to meta with the other inputs; packed sequences need
+    their values (a list of lengths fails on meta too, when the batch sizes are read)."""
+    x, lengths = torch.randn(2, 5, 4), torch.tensor([5, 3])
+    for given in (lengths, [5, 3]):
+        with pytest.raises(RecordingError) as info:
+            tv.draw_graph(Packed(), input_data=(x, given), device="meta")
+        assert "device='cpu'" in str(info.value)
+    g = tv.draw_graph(Packed(), input_data=(x, lengths), device="cpu")
+    assert {"_pack_padded_sequence", "lstm", "_pad_packed_sequence"} <= {f.op for f in g.graph.functions()}
+
+
 def llama_without_cache(device: str) -> nn.Module:
     """LlamaModel(use_cache=False): transformers' mask helper asks a value (packed-sequence
     detection) when there is no cache, so the plain forward fails on meta."""

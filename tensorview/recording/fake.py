@@ -161,6 +161,10 @@ def failure_hint(exc: BaseException, op: str, model: nn.Module) -> str:
             "computed from values), which fake tensors cannot decide: record with real "
             "values (device='cpu')"
         )
+    if "lengths' argument should be a 1D CPU int64 tensor" in text:  # pack_padded_sequence
+        if "meta" in text:  # (its batch sizes are read back as values too: a list does not help)
+            return "packed sequences need the values of their lengths: record with real values (device='cpu')"
+        return "pack_padded_sequence takes its lengths on the CPU: pass them as a list of ints"
     if not any(s in text for s in _META_NEEDS_VALUES):
         return ""
     what = f"op {op!r}" if op else "reading a tensor value (.item(), bool(), .tolist())"
