@@ -176,7 +176,13 @@ def test_uncounted_ops_are_reported_and_zero_flop_ops_are_not() -> None:
         aten.index_select.default,
     ):
         assert is_zero_flop(op), op
-    for op in (aten.add.Tensor, aten.mul.Tensor, aten._softmax.default, aten.native_layer_norm.default):
+    for op in (
+        aten.add.Tensor,
+        aten.mul.Tensor,
+        aten._softmax.default,
+        aten.native_layer_norm.default,
+        aten.col2im.default,
+    ):
         assert not is_zero_flop(op), op
 
 

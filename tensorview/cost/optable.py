@@ -146,8 +146,7 @@ ZERO_FLOP_OPS = frozenset(
         "select_scatter",
         "diagonal_scatter",
         "as_strided_scatter",
-        "im2col",
-        "col2im",
+        "im2col",  # (col2im, F.fold, sums overlapping patches: uncounted, as an add is)
         "pixel_shuffle",
         "pixel_unshuffle",
         "channel_shuffle",
