@@ -228,7 +228,7 @@ def summary(
     try:
         graph = _record(model, (input_size, input_data, dtypes, forward_kwargs), device, mode, STATS, False)
     except RecordingError as e:
-        if mode == "train" and not model.training:  # it failed in a mode the caller did not ask for
+        if mode == "train" and not model.training and not e.hint:  # failed in a mode not asked for
             add_hint(e, TRAIN_MODE_HINT)
         raise
     return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)

@@ -36,6 +36,8 @@ class RecordingError(TensorviewError, RuntimeError):
 
     graph: Any = None
     module_path: str | None = None
+    #: what the message says to do about the failure, "" where it says nothing
+    hint: str = ""
 
     def __init__(self, message: str, *, graph: Any = None, module_path: str | None = None) -> None:
         super().__init__(message)
@@ -92,6 +94,7 @@ def recording_error(exc: BaseException, message: str, *, graph: Any = None, modu
 def add_hint(err: RecordingError, hint: str) -> None:
     """Append ``hint`` (what to do) to the message of ``err``."""
     err.args = (f"{err}\n{hint}",)
+    err.hint = f"{err.hint}\n{hint}" if err.hint else hint
 
 
 #: what every exception has (args, __cause__...): not fields of a particular type

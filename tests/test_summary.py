@@ -223,4 +223,18 @@ def test_a_forward_that_fails_only_in_training_mode_says_to_pass_eval() -> None:
     train = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))  # in training mode itself: no hint
     with pytest.raises(tv.RecordingError) as info:
         tv.summary(train, input_size=(1, 4))
+    assert "mode='eval'" not in str(info.value) and info.value.hint == ""
+
+
+class ReadsAValue(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * x.sum().item()
+
+
+def test_a_failure_with_its_own_hint_gets_no_training_mode_hint() -> None:
+    """On meta, .item() fails in any mode: the meta hint says what to do, and the training
+    mode hint, which would mislead, is left out."""
+    with pytest.raises(tv.RecordingError) as info:
+        tv.summary(ReadsAValue().eval(), input_size=(2, 3))
+    assert "device='cpu'" in info.value.hint and "device='cpu'" in str(info.value)
     assert "mode='eval'" not in str(info.value)

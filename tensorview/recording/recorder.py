@@ -8,7 +8,7 @@ from typing import Any, Generic, TypeVar
 
 from torch import nn
 
-from ..errors import InvalidTypeError, RecordingError, TensorviewError, describe, recording_error
+from ..errors import InvalidTypeError, RecordingError, TensorviewError, add_hint, describe, recording_error
 from ..graph import Graph
 from . import interrupts
 from .fake import failure_hint
@@ -130,12 +130,12 @@ class BaseRecorder(Generic[R]):
             where += f", op {op!r}"
         g.error = describe(exc)
         message = f"forward raised in {where}: {g.error}"
-        hint = failure_hint(exc, op, session.model)  # values needed on meta/fake: what to do
-        if hint:
-            message += f"\n{hint}"
         partial = self._result(g) if g.root is not None else None
         # also an instance of type(exc): `except ValueError` in the caller's code keeps working
         err: RecordingError = recording_error(exc, message, graph=partial, module_path=path)
+        hint = failure_hint(exc, op, session.model)  # values needed on meta/fake: what to do
+        if hint:
+            add_hint(err, hint)
         return err
 
 
