@@ -290,7 +290,9 @@ def module_calls(model: nn.Module, inputs: dict[str, torch.Tensor]) -> tuple[lis
 
     A module that is not registered in the model (made on the fly inside a forward, such as
     Mamba's ``ACT2FN[act](x)``) has no qualified name; it is listed as
-    ``<parent path>.<ClassName>``, the name tensorview gives it."""
+    ``<parent path>.<ClassName>``, the name tensorview gives it when the caller holds it in
+    no attribute (one held in a plain list or dict attribute is named after it instead,
+    ``input_projections.0``: calls.py, ``module_path``; no tier model has one)."""
     names = {id(m): name for name, m in model.named_modules()}
     seen: list[str] = []
     stack: list[str] = []
