@@ -129,6 +129,44 @@ def test_draw_graph_never_writes_the_callers_buffers(mode: str) -> None:
     }
 
 
+class CachesInEval(nn.Module):
+    """LeViT's attention bias cache: filled in eval mode, cleared only by ``train(True)``;
+    ``shared`` is one dict two submodules hold (a cache they fill together)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.cache: dict[str, torch.Tensor] = {}
+        self.log: list[int] = []
+        shared: dict[str, torch.Tensor] = {}
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+        self.a.shared = shared  # type: ignore[assignment]
+        self.b.shared = shared  # type: ignore[assignment]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            self.cache.setdefault(str(x.device), self.fc.weight * 2)
+        self.log.append(x.shape[0])
+        self.a.shared["a"] = self.a(x)
+        return self.b(self.b.shared["a"])  # what a put there
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_a_copy_keeps_what_forward_adds_to_containers_on_it(device: str) -> None:
+    """Recorded on a copy of the module tree (eval mode for a model in training mode), the
+    forward's additions to dicts and lists held by modules stay in the copy; a dict two
+    modules share stays shared among their copies (b reads what a put there)."""
+    model = CachesInEval().train()
+    shared = model.a.shared
+    g = tv.draw_graph(model, input_size=(2, 4), mode="eval", device=device).graph
+    assert model.cache == {} and model.log == [] and shared == {} and model.b.shared is shared
+    assert model.training
+    (a,) = [m.id for m in g.modules() if m.path == "a"]
+    (b,) = [m.id for m in g.modules() if m.path == "b"]
+    (into_b,) = [src for src, dst in g.edges if dst == b]  # b reads what a put in the dict
+    assert (a, into_b) in list(g.edges)
+
+
 class RescalesInPlace(nn.Module):
     """RWKV's ``_rescale_layers``: weights scaled in place when the mode differs from the one
     the weights were last scaled for, which is noted on ``self``."""

@@ -6,9 +6,14 @@ training mode must not update the caller's BatchNorm statistics.  ``tree_copy`` 
 new object for every module of the tree (its own ``training`` flag, its own
 ``_modules``/``_parameters``/``_buffers`` dicts and hook dicts), holding the *same*
 Parameter objects, buffers and other attributes: no parameter memory is copied and the
-graph (module paths, parameter names and roles) is the one of the model itself.
-``own_buffers`` then clones the buffers, which a forward may update (BatchNorm in
-training mode, a step counter or a static KV cache in any mode).
+graph (module paths, parameter names and roles) is the one of the model itself.  A
+plain list, dict or set attribute gets a container of its own (holding the same items),
+so what a forward adds to a cache kept there stays in the copy (LeViT fills
+``self.ab`` in eval mode and clears it only when set to training mode again: the
+caller's model would later read a bias computed from old weights); a container shared
+by several modules stays shared among their copies.  ``own_buffers`` then clones the
+buffers, which a forward may update (BatchNorm in training mode, a step counter or a
+static KV cache in any mode).
 """
 
 from __future__ import annotations
@@ -31,10 +36,11 @@ def tree_copy(model: nn.Module) -> nn.Module:
     dict attribute is replaced there by its copy (in a new container).  TorchScript
     modules keep their flags inside TorchScript, so they are deep-copied."""
     memo: dict[int, nn.Module] = {}
-    return _copy(model, memo)
+    containers: dict[int, tuple[Any, Any]] = {}
+    return _copy(model, memo, containers)
 
 
-def _copy(m: nn.Module, memo: dict[int, nn.Module]) -> nn.Module:
+def _copy(m: nn.Module, memo: dict[int, nn.Module], containers: dict[int, tuple[Any, Any]]) -> nn.Module:
     done = memo.get(id(m))
     if done is not None:
         return done
@@ -55,10 +61,23 @@ def _copy(m: nn.Module, memo: dict[int, nn.Module]) -> nn.Module:
         v = d.get(k)
         if isinstance(v, dict):
             d[k] = v.copy()
-    d["_modules"] = {k: (None if v is None else _copy(v, memo)) for k, v in m._modules.items()}
+    d["_modules"] = {k: (None if v is None else _copy(v, memo, containers)) for k, v in m._modules.items()}
     for k in d.keys() - MODULE_ATTRS:
-        d[k] = _swap(d[k], memo, 0)
+        d[k] = _attribute(d[k], memo, containers)
     return c
+
+
+def _attribute(value: Any, memo: dict[int, nn.Module], containers: dict[int, tuple[Any, Any]]) -> Any:
+    """A plain attribute of a copied module: the copies in place of modules, and a plain
+    list, dict or set in a container of its own, one per original container (kept in
+    ``containers`` with the original, whose id must stay its own)."""
+    if not isinstance(value, (list, dict, set)):
+        return _swap(value, memo, 0)
+    done = containers.get(id(value))
+    if done is None:
+        new = value if isinstance(value, set) else _swap(value, memo, 0)
+        done = containers[id(value)] = (value, copy.copy(value) if new is value else new)
+    return done[1]
 
 
 def _swap(value: Any, memo: dict[int, nn.Module], depth: int) -> Any:
