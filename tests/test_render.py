@@ -296,13 +296,17 @@ def test_views_with_many_long_edges_get_straight_edges() -> None:
     # doubled as the first add's edge (h0 + h0) is labelled ×2 and dot then puts a rank
     # between every two; dot's polyline/spline routing grows much faster than linearly in
     # those (a small UNet2DConditionModel's default view: 10.7 s of routing, SD 1.5's a crash)
-    n = 70
+    n = 50
     g = tv.draw_graph(Skips(n), input_size=(1, 4))
     view = g.get_view()
     assert len(view.nodes) < dot.BIG_NODES  # not big: only the long edges ask for it
-    assert dot.long_edge_ranks(view) == 2 * n * (n - 1) > dot.LONG_EDGE_RANKS
-    assert "splines=line" in g.source
+    assert dot.HUGE_EDGE_RANKS > dot.long_edge_ranks(view) == 2 * n * (n - 1) > dot.LONG_EDGE_RANKS
+    assert "splines=line" in g.source and "nslimit" not in g.source
     assert "splines" not in g.view(layout="exact").source
+    # more ranks crossed: they also make dot's x-positioning slow, so the tightest bounds
+    more = tv.draw_graph(Skips(70), input_size=(1, 4))
+    assert dot.long_edge_ranks(more.get_view()) == 2 * 70 * 69 > dot.HUGE_EDGE_RANKS
+    assert "nslimit=1 " in more.source and "splines=line" in more.source
     chain = tv.draw_graph(Skips(n, skip=False), input_size=(1, 4))
     assert dot.long_edge_ranks(chain.get_view()) == 0 and "splines" not in chain.source
     small = tv.draw_graph(Skips(3), input_size=(1, 4))
