@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+import torch.nn.functional as F
 import transformers
 from torch import nn
 
@@ -62,6 +63,33 @@ def test_meta_error_says_what_cannot_run_and_what_to_do(cls: type[nn.Module], op
     assert f"{op}" in msg and "cannot run on the meta device" in msg
     assert "device='cpu'" in msg and "device='fake'" in msg
     assert "transformers" not in msg  # the model option hint is for Hugging Face models only
+
+
+class PadByValue(nn.Module):
+    """Pads by a size read from the values (as diffusers' Mochi attention does): on fake
+    tensors a symbol, which the C++ pad takes as concrete integers only."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.pad(x, (0, 0, 0, x.shape[0] - (x > 0).sum().item()))
+
+
+class KeyByValue(nn.Module):
+    """Files results under values read from the tensor: a symbol on fake is unhashable."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return sum({n: x * 2 for n in (x[:, 0] > 0).long().tolist()}.values())  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("cls", [PadByValue, KeyByValue])
+def test_fake_size_from_values_that_must_be_a_number_says_to_record_on_cpu(cls: type[nn.Module]) -> None:
+    x = torch.randn(4, 3)
+    cls()(x)  # the plain forward runs
+    with pytest.raises(RecordingError) as info:
+        tv.draw_graph(cls(), input_data=x, device="fake")
+    hint = info.value.hint
+    assert "size computed from tensor values" in hint and "device='cpu'" in hint
+    assert hint in str(info.value)
+    assert list(tv.draw_graph(cls(), input_data=x).graph.functions())  # on the CPU it records
 
 
 class Packed(nn.Module):

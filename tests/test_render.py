@@ -11,12 +11,14 @@ from typing import Any
 
 import graphviz
 import pytest
+import torch
 
+import tensorview as tv
 from tensorview import make_dot, render
 from tensorview.drawing import ComputationGraph
 from tensorview.errors import InvalidInputError, RenderError
 from tensorview.graph import Graph, GraphBuilder
-from tensorview.render import DotRenderer, GraphvizStyler, JsonRenderer, Renderer, RenderOptions
+from tensorview.render import DotRenderer, GraphvizStyler, JsonRenderer, Renderer, RenderOptions, dot
 from tensorview.transform import Cluster, View, ViewNode, ViewOptions, build_view
 
 from .test_transform import rnn, stack, two_blocks
@@ -272,3 +274,40 @@ def test_empty_and_partial_graphs_render() -> None:
     b.input()
     g = b.finish()
     assert ComputationGraph(g).get_view().names() == ["x"]
+
+
+class Skips(torch.nn.Module):
+    """A chain of ``n`` (add, sin) steps that each add the first activation back in: one
+    long edge per step, as a UNet's time embedding or text states fan out."""
+
+    def __init__(self, n: int, skip: bool = True) -> None:
+        super().__init__()
+        self.n, self.skip = n, skip
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h0 = h = x.relu()
+        for _ in range(self.n):
+            h = (h + (h0 if self.skip else 1.0)).sin()
+        return h
+
+
+def test_views_with_many_long_edges_get_straight_edges() -> None:
+    # the edge h0 -> add of step k crosses 2k-2 ranks beyond its first: n(n-1) in all,
+    # doubled as the first add's edge (h0 + h0) is labelled ×2 and dot then puts a rank
+    # between every two; dot's polyline/spline routing grows much faster than linearly in
+    # those (a small UNet2DConditionModel's default view: 10.7 s of routing, SD 1.5's a crash)
+    n = 50
+    g = tv.draw_graph(Skips(n), input_size=(1, 4))
+    view = g.get_view()
+    assert len(view.nodes) < dot.BIG_NODES  # not big: only the long edges ask for it
+    assert dot.HUGE_EDGE_RANKS > dot.long_edge_ranks(view) == 2 * n * (n - 1) > dot.LONG_EDGE_RANKS
+    assert "splines=line" in g.source and "nslimit" not in g.source
+    assert "splines" not in g.view(layout="exact").source
+    # more ranks crossed: they also make dot's x-positioning slow, so the tightest bounds
+    more = tv.draw_graph(Skips(70), input_size=(1, 4))
+    assert dot.long_edge_ranks(more.get_view()) == 2 * 70 * 69 > dot.HUGE_EDGE_RANKS
+    assert "nslimit=1 " in more.source and "splines=line" in more.source
+    chain = tv.draw_graph(Skips(n, skip=False), input_size=(1, 4))
+    assert dot.long_edge_ranks(chain.get_view()) == 0 and "splines" not in chain.source
+    small = tv.draw_graph(Skips(3), input_size=(1, 4))
+    assert dot.long_edge_ranks(small.get_view()) == 2 * 3 * 2 and "splines" not in small.source

@@ -147,6 +147,15 @@ _META_NEEDS_VALUES = (
 )
 
 
+#: messages of torch and Python when a value-dependent size (``.item()``, ``.tolist()`` of
+#: a fake tensor: an unbacked symbol) reaches code that takes concrete integers only: a C++
+#: op without symbolic sizes (``F.pad`` by ``n - t.sum().item()``), a hash (a dict key)
+_SYMBOL_NEEDS_NUMBER = (
+    "SymIntArrayRef expected to contain only concrete integers",
+    "unhashable type: non-nested SymInt",
+)
+
+
 def failure_hint(exc: BaseException, op: str, model: nn.Module) -> str:
     """What to do about a forward that failed for want of tensor values ("" if the failure
     is of another kind).  ``op`` is the op that raised ("" for ``.item()``-like queries)."""
@@ -160,6 +169,12 @@ def failure_hint(exc: BaseException, op: str, model: nn.Module) -> str:
             "the forward branches in Python on a tensor value (`if`, `bool()`, a size "
             "computed from values), which fake tensors cannot decide: record with real "
             "values (device='cpu')"
+        )
+    if any(s in text for s in _SYMBOL_NEEDS_NUMBER):
+        return (
+            "a size computed from tensor values (a symbol such as u0 with device='fake') "
+            "reached code that needs a plain number (an op without symbolic sizes, a dict "
+            "key): record with real values (device='cpu')"
         )
     if "lengths' argument should be a 1D CPU int64 tensor" in text:  # pack_padded_sequence
         if "meta" in text:  # (its batch sizes are read back as values too: a list does not help)
