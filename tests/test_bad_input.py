@@ -3,6 +3,7 @@ is allowed, and nothing of the user's altered; inputs torchview users write are 
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 from typing import Any
 
@@ -248,11 +249,16 @@ class KwargsOnly(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.fc = nn.Linear(4, 4)
-        self.seen: dict[str, Any] = {}
+        # an object, not a dict: draw_graph may run a copy of the module tree, which shares
+        # the model's objects but gives each dict, list and set attribute a copy of its own
+        self.log = types.SimpleNamespace(seen={})
+
+    @property
+    def seen(self) -> dict[str, Any]:
+        return self.log.seen
 
     def forward(self, input_ids: torch.Tensor, **kwargs: Any) -> torch.Tensor:
-        self.seen.clear()  # in place: draw_graph runs a copy of the module tree, sharing this dict
-        self.seen.update(kwargs)
+        self.log.seen = dict(kwargs)
         return self.fc(input_ids)
 
 
