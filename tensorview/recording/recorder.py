@@ -16,6 +16,7 @@ from .inputs import check_model
 from .modulecall import MODULE_CALL
 from .probes import Probe
 from .session import Session
+from .state import Settings
 from .tensor import _tls, current_session
 
 #: what a recorder hands back: the IR ``Graph`` here, a drawable graph in ``tensorview``
@@ -70,13 +71,8 @@ class BaseRecorder(Generic[R]):
         try:
             if current_session() is not None:
                 raise TensorviewError("a Recorder is already active in this thread; recorders do not nest")
-            self._session = Session(
-                self.model,
-                device=self.device,
-                meta_replay=self.meta_replay,
-                probes=self.probes,
-                keep_parameters=self.keep_parameters,
-            )
+            settings = Settings(self.device, self.meta_replay, self.probes, self.keep_parameters)
+            self._session = Session(self.model, settings)
             MODULE_CALL.acquire()
             self._acquired = True
             _tls.session = self._session

@@ -16,7 +16,7 @@ State lives in ``SessionState`` (state.py); nodes are made through its ``NodeFac
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from torch import nn
@@ -24,7 +24,7 @@ from torch.overrides import TorchFunctionMode
 
 from .boundary import RootBoundary
 from .compiled import unwrap
-from .probes import Probe
+from .state import Settings
 
 
 class _Mode(TorchFunctionMode):
@@ -40,16 +40,8 @@ class Session(RootBoundary):
     """One recording of one model: op recording, module scope and the root boundary
     over one ``SessionState``."""
 
-    def __init__(
-        self,
-        model: nn.Module,
-        *,
-        device: Any = None,
-        meta_replay: bool = True,
-        probes: Sequence[Probe] = (),
-        keep_parameters: bool = False,
-    ) -> None:
-        super().__init__(model, device=device, meta_replay=meta_replay, probes=probes, keep_parameters=keep_parameters)
+    def __init__(self, model: nn.Module, settings: Settings) -> None:
+        super().__init__(model, settings)
         self._mode = _Mode(self)
 
     def call_module(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -68,16 +69,19 @@ class Frame:
         self.objects = False
 
 
+@dataclass(frozen=True)
+class Settings:
+    """How a session records (``BaseRecorder``'s keyword arguments, documented there)."""
+
+    device: Any = None
+    meta_replay: bool = True
+    probes: Sequence[Probe] = ()
+    keep_parameters: bool = False
+
+
 class SessionState:
-    def __init__(
-        self,
-        model: nn.Module,
-        *,
-        device: Any = None,
-        meta_replay: bool = True,
-        probes: Sequence[Probe] = (),
-        keep_parameters: bool = False,
-    ) -> None:
+    def __init__(self, model: nn.Module, settings: Settings) -> None:
+        device, meta_replay, probes = settings.device, settings.meta_replay, settings.probes
         #: the model recorded: a ``torch.compile`` wrapper stands for the module it wraps
         self.model = model = unwrap(model)
         #: torch.compile's wrapper class (OptimizedModule), None when Dynamo is not loaded
@@ -109,7 +113,7 @@ class SessionState:
         self.token = object()
         self.module_names, self.param_names = model_names(model)
         #: the model's parameters and buffers written in place, saved to be put back (keep.py)
-        self.kept = KeptParameters(self.param_names) if keep_parameters else None
+        self.kept = KeptParameters(self.param_names) if settings.keep_parameters else None
         #: the modules not in the model's tree that were named while recording (calls.py)
         self.found_modules: list[nn.Module] = []
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
