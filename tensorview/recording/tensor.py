@@ -28,8 +28,8 @@ def alias_as(t: torch.Tensor, cls: type[torch.Tensor]) -> Any:
     ``t`` may (an alias of a view made under ``no_grad`` still inherits that mark)."""
     if _grad_enabled():
         return t.as_subclass(cls)
-    _set_grad_enabled(True)
-    try:
+    try:  # (switched on inside the try: a Ctrl-C right after it still switches it off)
+        _set_grad_enabled(True)
         return t.as_subclass(cls)
     finally:
         _set_grad_enabled(False)
