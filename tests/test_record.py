@@ -262,6 +262,28 @@ def test_custom_function_hooks_and_control_flow() -> None:
     assert [m.path for m in g.modules()][1:] == ["neg"]
 
 
+class AsksQuestions(nn.Module):
+    """Queries a forward asks as torch functions and as methods (nn.MultiheadAttention asks
+    ``torch.is_floating_point``): answers, not ops."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.is_floating_point(x) and not torch.is_complex(x) and x.is_signed() and not x.is_conj():
+            x = x * torch.numel(x)
+        if torch.is_same_size(x, x) and not torch.is_neg(x) and not torch.is_inference(x):
+            x = self.fc(x)
+        return x
+
+
+def test_queries_are_answered_not_recorded() -> None:
+    out, g = record(AsksQuestions(), (zoo.x4(),))
+    assert [n.op for n in g.functions()] == ["mul", "linear"]
+    g.lint()
+
+
 def test_foreign_subclass_complex_and_sparse_inputs() -> None:
     x = zoo.x4().as_subclass(zoo.OtherSubclass)
     model = zoo.InplaceModule()

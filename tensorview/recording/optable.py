@@ -103,6 +103,27 @@ _QUERY_METHODS = (
     "__array__",
     "numpy",
     "__str__",
+    "is_conj",
+    "is_neg",
+    "is_signed",
+    "is_same_size",
+    "is_coalesced",
+    "is_pinned",
+    "is_shared",
+    "is_nonzero",
+)
+#: the same queries as torch functions (``torch.is_floating_point(x)``, as nn.MultiheadAttention
+#: asks): a bool or a number, no tensor
+_QUERY_FUNCTIONS = (
+    "is_floating_point",
+    "is_complex",
+    "is_conj",
+    "is_neg",
+    "is_signed",
+    "is_same_size",
+    "is_nonzero",
+    "is_inference",
+    "numel",
 )
 _QUERY_PROPERTIES = (
     "shape",
@@ -130,6 +151,7 @@ _QUERY_PROPERTIES = (
 )
 QUERIES = frozenset(
     [getattr(_Tensor, n) for n in _QUERY_METHODS if hasattr(_Tensor, n)]
+    + [getattr(torch, n) for n in _QUERY_FUNCTIONS if hasattr(torch, n)]
     + [getattr(_Tensor, n).__get__ for n in _QUERY_PROPERTIES if hasattr(getattr(_Tensor, n, None), "__get__")]
 )
 #: queries whose answer mentions the tensor's type (``RecorderTensor(0)``): asked of a plain alias
