@@ -58,9 +58,11 @@ def test_meta_kernel_refuses_float32() -> None:
     b = torch.empty(2, 8, 16, device="meta")
     offs = torch.empty(2, dtype=torch.int32, device="meta")
     try:
-        torch._grouped_mm(a, b, offs=offs)
+        out = torch._grouped_mm(a, b, offs=offs)
     except RuntimeError as e:
         assert "BF16" in str(e)
+    else:  # a torch whose meta kernel takes it: what the fill gives, too
+        assert (out.shape, out.dtype) == ((6, 16), torch.float32)
 
 
 @pytest.mark.parametrize("grad", [False, True])

@@ -42,6 +42,7 @@ drops the references and keeps integer ids and sizes only.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Iterable
 from typing import Any
 
@@ -286,5 +287,12 @@ class CPUAttentionOnMeta(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         if args and isinstance(args[0], torch.Tensor) and args[0].is_meta:
-            return with_substitutes(func, ON_META)(*args, **kwargs)
+            return _on_meta(func)(*args, **kwargs)
         return func(*args, **kwargs)
+
+
+@functools.cache
+def _on_meta(func: Any) -> Any:
+    """What runs for ``func`` on meta in ``CPUAttentionOnMeta`` (once per function: a
+    Python op that calls attention by a global name is copied once, not at every call)."""
+    return with_substitutes(func, ON_META)

@@ -34,7 +34,8 @@ def placed(model: nn.Module, device: torch.device | None, mode: str = "same") ->
     and buffers are there (on ``meta`` it costs no memory), on the same device a copy of
     the module tree sharing the parameters (copies.py) with its own copy of the buffers.
     The mode is set on the copy.  The caller's model is never moved, and its buffers are
-    never written (its parameters are shared: a forward writing them in place does)."""
+    never written (its parameters are shared: what a forward writes into them in place is
+    put back when the recording ends, keep.py)."""
     if device is not None and not all(t.device == device for t in _tensors(model)):
         clone = _moved(model, device)  # its buffers are its own already
         if mode != "same":
