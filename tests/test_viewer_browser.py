@@ -25,6 +25,7 @@ from tensorview.transform import build_view
 
 from .browser import Browser, why_no_browser
 from .fixtures.cost_models import CNN, tiny_llama_config
+from .fixtures.hf import causal_lm_cache_field
 
 pytestmark = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
 if why_no_browser() is None:
@@ -257,7 +258,7 @@ def test_decoder_folds_open_on_a_chosen_repeat(browser: Browser, tmp_path: Path)
     view = graph.get_view()
     assert ids(browser, ".tv-node") == {n.id for n in view.nodes}
     (cache,) = [n.id for n in view.nodes if n.group]  # the 12 key/value caches: one node
-    assert node(browser, cache).text.startswith("past_key_values (6 × 2 tensors)")
+    assert node(browser, cache).text.startswith(f"{causal_lm_cache_field()} (6 × 2 tensors)")
 
     click(browser, fold)  # open the fold: its first repeat drawn opened in the fold's box, the others not
     assert layer[0] in clusters(browser) and "tv-fold-box" in box_of(browser, layer[0]).get_attribute("class")
@@ -328,7 +329,7 @@ def test_llama_70b_opens_and_its_80_layers_unfold(browser: Browser, tmp_path: Pa
     view = graph.get_view()
     assert ids(browser, ".tv-node") == {n.id for n in view.nodes} and len(view.nodes) < 40
     (cache,) = [n.id for n in view.nodes if n.group]  # the 160 key/value caches: one node
-    assert node(browser, cache).text.startswith("past_key_values (80 × 2 tensors)")
+    assert node(browser, cache).text.startswith(f"{causal_lm_cache_field()} (80 × 2 tensors)")
     got = browser.js(
         PORT.replace("arguments[0]", "tensorview.viewers[0].g.data"), None, viewer_html.config(graph)["options"]
     )
