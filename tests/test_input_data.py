@@ -54,7 +54,7 @@ def input_shapes(graph: tv.ComputationGraph) -> list[tuple[str, tuple[int, ...]]
     return [(g.nodes[i].name, tuple(g.nodes[i].shape)) for i in g.inputs]  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("device", ["cpu"])
+@pytest.mark.parametrize("device", ["cpu", "meta"])
 def test_batch_encoding_is_keyword_arguments(device: str) -> None:
     enc = tokenizer(token_type_ids=True)("hi there how are you", return_tensors="pt")
     assert isinstance(enc, transformers.BatchEncoding) and not isinstance(enc, dict)
@@ -242,3 +242,9 @@ def test_tier_models_take_a_tokenizers_output(arch: Arch) -> None:
     graph = tv.draw_graph(model, input_data=enc)
     assert [m.path for m in graph.graph.modules()][1:] == calls
     assert sorted(input_shapes(graph)) == sorted((k, tuple(v.shape)) for k, v in enc.items())
+    # on meta too: the mask helpers' value checks (attention_mask.all()) read the values
+    # the tokenizer gave (recording/values.py), so the same calls are recorded
+    meta = tv.draw_graph(model, input_data=enc, device="meta")
+    assert [m.path for m in meta.graph.modules()][1:] == calls
+    assert input_shapes(meta) == input_shapes(graph)
+    assert {meta.graph.nodes[i].device for i in meta.graph.inputs} == {"meta"}  # type: ignore[union-attr]

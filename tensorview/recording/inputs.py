@@ -14,8 +14,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import InvalidInputError, InvalidTypeError, RecordingError, add_hint
+from ..errors import InvalidInputError, InvalidTypeError, RecordingError, add_hint, describe
 from .tree import map_tensors
+from .values import remember
 
 #: the largest size of one dimension torch can hold
 MAX_DIM = 2**63 - 1
@@ -96,7 +97,7 @@ def to_device(value: Any, device: torch.device | None, what: str) -> Any:
                 f"moved to {device} (the recording device); pass device='meta' to record on "
                 f"meta (your model is copied there, not moved), or give inputs with data"
             )
-        return t.to(device)
+        return remember(t.to(device), t)  # on meta, small tensors keep their values (values.py)
 
     return map_tensors(value, move)
 
@@ -222,7 +223,7 @@ def dtypes_hint(input_size: Any, input_data: Any, dtypes: Any) -> Iterator[None]
     except RecordingError as e:
         if input_data is not None or input_size is None or _has_tensor(input_size):
             raise
-        text = str(e.__cause__ or e)
+        text = describe(e.__cause__ or e)  # (never raises: a __str__ may)
         dts = _dtypes(dtypes, len(_shapes(input_size)))
         floats = sorted({str(d) for d in dts if d.is_floating_point or d.is_complex})
         if floats and _INDEX_WORDS.search(text) and _INT_WORDS.search(text):

@@ -136,6 +136,8 @@ class SessionState:
         #: id -> (ours, theirs).  Where one is left on the model or returned, theirs is put
         #: back (boundary.py), as the forward without us would leave that same object there.
         self.originals: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        #: inputs moved to meta came with their values (values.py): follow them
+        self.values = False
         #: the plain tensor made for each of ours left where the caller can see it (theirs)
         self.plain_of: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
