@@ -21,7 +21,7 @@ from .graph import Graph, ViewOptions, ir_of
 from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
 from .recording.fake import fake_placed, is_fake
-from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
+from .recording.inputs import check_forward_kwargs, check_model, dtypes_hint, make_inputs, to_device
 from .recording.placement import as_device, model_device, placed
 from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
 from .render.style import styler_class
@@ -102,9 +102,11 @@ def draw_graph(
 ) -> ComputationGraph:
     """Record one forward pass of ``model`` and return a drawable ``ComputationGraph``.
 
-    Inputs: ``input_size`` (a shape or a list of shapes, with ``dtypes`` per input) or
-    ``input_data`` (a tensor, a tuple/list of positional arguments, a dict of keyword
-    arguments, or any nesting); ``forward_kwargs`` are passed to ``forward`` as well.
+    Inputs: ``input_size`` (a shape or a list of shapes, with ``dtypes`` per input, default
+    ``torch.get_default_dtype()``) or ``input_data``, split by torchview's rules: any
+    ``Mapping`` (dict, ``BatchEncoding``) gives keyword arguments, any list/tuple (namedtuples
+    too) positional ones, anything else is the one argument (docs/recording.md#inputs);
+    ``forward_kwargs`` are passed to ``forward`` as well.
     Tensors given as ``input_size`` (torchview's ``draw_graph(model, x)``) are taken as
     ``input_data``.  ``dtypes`` applies to ``input_size`` only: with ``input_data`` it is
     an ``InvalidInputError`` (give tensors of the wanted dtype).  Tensors in
@@ -186,6 +188,7 @@ def _record(
         probes.append(SourceProbe())
     # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
     with interrupts.deferred(interrupts.caller_frame()), contextlib.ExitStack() as stack:
+        stack.enter_context(dtypes_hint(input_size, input_data, dtypes))  # nn.Embedding given floats
         if fake:  # FakeTensorMode: sizes that depend on values become symbols (recording/fake.py)
             runnable, to_fake = stack.enter_context(fake_placed(model, mode))
             args, kwargs = to_fake((args, kwargs))

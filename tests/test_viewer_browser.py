@@ -107,6 +107,7 @@ OPTION_SETS = [
     ViewOptions(depth=10, hide_inner_tensors=False, show_params=True, expand_nested=True, hide_module_functions=False),
     ViewOptions(fold=True, roll=True, expand_nested=True),
     ViewOptions(fold=True, open_folds=True, expand_nested=True),
+    ViewOptions(depth=10, roll=True, hide_module_functions=False, show_params=True),  # opened repeats roll
     ViewOptions(depth=1, open_folds=-1, expand_nested=True, hide_inner_tensors=False),
 ]
 
@@ -141,10 +142,14 @@ def recorded(model: nn.Module, *args: Any, **kwargs: Any) -> Graph:
 
 def port_cases() -> list[tuple[str, Any]]:
     from .fixtures.models import ZOO
-    from .test_transform import two_blocks
+    from .test_transform import rnn, two_blocks
+    from .test_transform_models import Shared, SharedRelu
 
     cases: list[tuple[str, Any]] = [(name, (make, inputs)) for name, (make, inputs) in sorted(ZOO.items())]
     cases.append(("two_blocks", two_blocks))
+    cases.append(("rnn", rnn))
+    cases.append(("shared_linear", lambda: recorded(Shared(), torch.randn(1, 4))))
+    cases.append(("shared_relu", lambda: recorded(SharedRelu(), torch.randn(1, 4), torch.randn(1, 4))))
     cases.append(("cnn", lambda: recorded(CNN(), torch.randn(1, 3, 16, 16))))
     cases.append(("stack", lambda: recorded(Stack(6), torch.randn(2, 8))))
     cases.append(("llama", lambda: tiny_llama(4)))

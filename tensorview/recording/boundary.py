@@ -24,6 +24,7 @@ from .optable import MODULE_ATTRS, PLAIN_TYPES, version
 from .state import Frame
 from .tensor import RecorderTensor
 from .tree import ATOM_TYPES, flat_tensors, map_tensors, output_names, strip_in_place
+from .values import value_of
 
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
@@ -201,7 +202,12 @@ class RootBoundary(ModuleScope):
                 name = prefix + ("_" + sub if sub else "")
                 node = self.new_tensor(t, name, "input", root, source_name=name)
                 self.builder.add_input(node)
-                return self.stands_for(self.bind(t, node), t)
+                ours = self.bind(t, node)
+                value = value_of(t)
+                if value is not None and ours is not t:  # its values, known on meta (values.py)
+                    ours._tv_val = value  # type: ignore[attr-defined]
+                    self.values = True
+                return self.stands_for(ours, t)
 
             return wrap
 

@@ -14,11 +14,20 @@ caller's model would later read a bias computed from old weights); a container s
 by several modules stays shared among their copies.  ``own_buffers`` then clones the
 buffers, which a forward may update (BatchNorm in training mode, a step counter or a
 static KV cache in any mode).
+
+A forward may reach a module other than through the tree: a function or lambda made in
+``__init__`` that closes over ``self.mlp`` (torchview's custom-attention fixture), a
+global, an object that is not a module.  Those references still lead to the caller's
+modules, whatever the copy does, so every copy made for a recording is remembered with
+its original (``remember``), and the session runs the copy of any module of the original
+that is called while it records (``stand_ins``): the call runs in the copy's mode, on
+the copy's device and buffers, and is named by the module's path.
 """
 
 from __future__ import annotations
 
 import copy
+import weakref
 from typing import Any
 
 import torch
@@ -93,6 +102,30 @@ def _swap(value: Any, memo: dict[int, nn.Module], depth: int) -> Any:
     return type(value)(items) if any(a is not b for a, b in zip(items, value)) else value
 
 
+#: copy -> {id(module of the original): (that module, its copy)}, for as long as the copy
+#: lives (the originals are held, so their ids stay theirs)
+_STAND_INS: weakref.WeakKeyDictionary[nn.Module, dict[int, tuple[nn.Module, nn.Module]]] = weakref.WeakKeyDictionary()
+
+
+def remember(original: nn.Module, clone: nn.Module) -> nn.Module:
+    """Note that ``clone`` is a copy of ``original`` (same module paths); returns ``clone``.
+    Its root is left out (the copy would hold itself: the weak key would never die)."""
+    if clone is not original:
+        copies = dict(clone.named_modules(remove_duplicate=False))
+        pairs = {}
+        for name, m in original.named_modules(remove_duplicate=False):
+            c = copies.get(name)
+            if name and c is not None and c is not m:
+                pairs[id(m)] = (m, c)
+        _STAND_INS[clone] = pairs
+    return clone
+
+
+def stand_ins(clone: nn.Module) -> dict[int, tuple[nn.Module, nn.Module]] | None:
+    """For a copy made by ``remember``: ``id(original module) -> (original, copy)``."""
+    return _STAND_INS.get(clone) or None
+
+
 def own_buffers(model: nn.Module) -> None:
     """Give every module of ``model`` (a ``tree_copy``) its own copy of its buffers (tied
     buffers stay tied), so that a forward writing them (BatchNorm in training, a step
@@ -108,4 +141,4 @@ def own_buffers(model: nn.Module) -> None:
                 m._buffers[k] = clones[id(b)]
 
 
-__all__ = ["own_buffers", "tree_copy"]
+__all__ = ["own_buffers", "remember", "stand_ins", "tree_copy"]

@@ -34,6 +34,7 @@ from .optable import (
 from .state import Frame, recorded_alias
 from .tensor import RecorderTensor, alias_as
 from .tree import map_tensors
+from .values import VALUE_QUERIES, answer, follow, value_of
 
 #: switches off both our mode and subclass dispatch for our own bookkeeping (property reads
 #: such as ``t._version`` would otherwise re-enter the mode)
@@ -50,6 +51,8 @@ class OpRecorder(OpCalls):
             with torch._C.DisableTorchFunctionSubclass():  # behave as a plain tensor
                 return func(*args, **kwargs)
         if func in QUERIES:
+            if self.values and func in VALUE_QUERIES and value_of(args[0]) is not None:
+                return answer(func, args, kwargs)  # a value known on meta (values.py)
             with _Disable():
                 if func in AS_PLAIN and type(args[0]) is _RT:  # f"{t}", repr(t): as without us
                     args = (args[0].as_subclass(_Tensor), *args[1:])
@@ -60,7 +63,10 @@ class OpRecorder(OpCalls):
             func in DEVICE_FACTORIES and args and isinstance(args[0], _Tensor)
         ):  # torch.as_tensor(t) of a tensor is an op on t, not a new source
             with _Disable():
-                return self._factory(func, args, kwargs)
+                out = self._factory(func, args, kwargs)  # (on meta, small ones get values: values.py)
+                return follow(func, args, kwargs, out) if self.values else out
+        if self.values:  # values known on meta: follow them through the op (values.py)
+            return follow(func, args, kwargs, self._op(func, args, kwargs))
         return self._op(func, args, kwargs)
 
     # -- nodes of tensors -------------------------------------------------------------------

@@ -50,6 +50,10 @@ class Session(RootBoundary):
         """The patched ``nn.Module.__call__`` of the recording thread lands here."""
         if threading.get_ident() != self.thread:
             return call(module, *args, **kwargs)
+        if self.stand_ins is not None and self.stack:  # the caller's module, reached by a closure
+            pair = self.stand_ins.get(id(module))
+            if pair is not None and pair[0] is module:
+                module = pair[1]
         wrapper = self.compile_wrapper
         if wrapper is not None and isinstance(module, wrapper):
             # torch.compile(m): no node of its own; ``m`` is called in its place (its compiled

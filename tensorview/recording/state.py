@@ -15,6 +15,7 @@ from torch import nn
 
 from ..graph import FunctionNode, ModuleNode, Node, NodeFactory, Shape, TensorNode
 from .compiled import optimized_module_type, unwrap
+from .copies import stand_ins
 from .inference import InferenceWrites
 from .keep import KeptParameters
 from .optable import (
@@ -82,6 +83,9 @@ class Settings:
 class SessionState:
     def __init__(self, model: nn.Module, settings: Settings) -> None:
         device, meta_replay, probes = settings.device, settings.meta_replay, settings.probes
+        #: where ``model`` is a copy draw_graph made: ``id(module of the caller's model) ->
+        #: (it, its copy)``; a call of one, however the forward reached it, runs the copy
+        self.stand_ins = stand_ins(model)
         #: the model recorded: a ``torch.compile`` wrapper stands for the module it wraps
         self.model = model = unwrap(model)
         #: torch.compile's wrapper class (OptimizedModule), None when Dynamo is not loaded
@@ -132,6 +136,8 @@ class SessionState:
         #: id -> (ours, theirs).  Where one is left on the model or returned, theirs is put
         #: back (boundary.py), as the forward without us would leave that same object there.
         self.originals: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        #: inputs moved to meta came with their values (values.py): follow them
+        self.values = False
         #: the plain tensor made for each of ours left where the caller can see it (theirs)
         self.plain_of: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
