@@ -6,7 +6,7 @@
 ``/path/to/torchview`` is a checkout of https://github.com/mert-kurttutan/torchview (its
 ``tests/`` and ``src/``); nothing of it is copied into this repository.  The tests are
 copied into a temporary folder where ``import torchview`` finds a small package that
-re-exports ``tensorview.compat.torchview`` (``--reference``: torchview's own ``src/``), and
+re-exports ``tensorview.torchview`` (``--reference``: torchview's own ``src/``), and
 where ``conftest.py``'s byte-exact golden check is replaced by a structural one: every
 golden ``.gv`` file is read back into nodes (kind, name, depth, input and output shapes)
 and edges between them, and a drawing passes when it has the same multiset of nodes and
@@ -38,13 +38,13 @@ HERE = Path(__file__).resolve().parent.parent
 
 SHIM = '''"""`import torchview` for torchview's test suite: tensorview under torchview's names."""
 try:
-    from tensorview.compat.torchview import *  # noqa: F401,F403
-    from tensorview.compat.torchview import __all__  # noqa: F401
+    from tensorview.torchview import *  # noqa: F401,F403
+    from tensorview.torchview import __all__  # noqa: F401
 except ImportError:  # a tensorview without the compatibility layer
     from tensorview import ComputationGraph, draw_graph  # noqa: F401
 '''
 SUBMODULE = """try:
-    from tensorview.compat.torchview import *  # noqa: F401,F403
+    from tensorview.torchview import *  # noqa: F401,F403
 except ImportError:
     from tensorview import ComputationGraph, FunctionNode, ModuleNode, TensorNode  # noqa: F401
 """
