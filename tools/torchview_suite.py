@@ -37,11 +37,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 
 SHIM = '''"""`import torchview` for torchview's test suite: tensorview under torchview's names."""
+import functools
+import os
+
 try:
     from tensorview.torchview import *  # noqa: F401,F403
     from tensorview.torchview import __all__  # noqa: F401
 except ImportError:  # a tensorview without the compatibility layer
     from tensorview import ComputationGraph, draw_graph  # noqa: F401
+if os.environ.get("TV_SUITE_OPTIONS"):  # --options: tensorview options for every draw_graph
+    draw_graph = functools.partial(draw_graph, **eval(os.environ["TV_SUITE_OPTIONS"]))
 '''
 SUBMODULE = """try:
     from tensorview.torchview import *  # noqa: F401,F403
@@ -163,7 +168,8 @@ def our_picture(graph) -> tuple[Counter, set]:
         if kind == "tensor":
             role = "input" if node.role == "input" else "output" if n.is_output else node.role
             name = {"input": "input-tensor", "output": "output-tensor"}.get(role, "hidden-tensor")
-            depth = 0 if role in ("input", "output") else node.depth
+            made_by = [ir[i].depth for i in ins_of.get(node.id, ())]  # the op and the module calls returning it
+            depth = 0 if role in ("input", "output") else min(made_by, default=node.depth)
             s = (kind, name, depth, str(tuple(node.shape))) if show else (kind, name, depth)
         else:
             name = node.cls_name if kind == "module" else node.op
@@ -205,7 +211,7 @@ NOT_RUNNABLE = re.compile(
 )
 
 
-def run(checkout: Path, reference: bool, pytest_args: list[str], site: list[Path]) -> dict[str, str]:
+def run(checkout: Path, reference: bool, pytest_args: list[str], site: list[Path], options: str = "") -> dict[str, str]:
     with tempfile.TemporaryDirectory(prefix="tv-torchview-suite-") as tmp:
         root = Path(tmp)
         shutil.copytree(checkout / "tests", root / "tests")
@@ -224,7 +230,7 @@ def run(checkout: Path, reference: bool, pytest_args: list[str], site: list[Path
             for sub in ("computation_graph", "computation_node", "utils"):
                 (pkg / f"{sub}.py").write_text(SUBMODULE, encoding="utf-8")
             path.append(str(HERE))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "HF_HUB_OFFLINE": "1"}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "HF_HUB_OFFLINE": "1", "TV_SUITE_OPTIONS": options}
         report = root / "report.xml"
         cmd = [
             sys.executable,
@@ -263,9 +269,10 @@ def main() -> None:
     parser.add_argument("checkout", type=Path, help="a torchview checkout (with tests/ and src/)")
     parser.add_argument("--reference", action="store_true", help="run torchview itself")
     parser.add_argument("--json", type=Path, help="write {test: outcome} here")
+    parser.add_argument("--options", default="", help="tensorview options for every draw_graph, e.g. 'dict(fold=False)'")
     parser.add_argument("--site", type=Path, action="append", default=[], help="a folder put on the path (torchvision)")
     args, rest = parser.parse_known_args()
-    results = run(args.checkout.resolve(), args.reference, rest, args.site)
+    results = run(args.checkout.resolve(), args.reference, rest, args.site, args.options)
     for name, outcome in sorted(results.items()):
         print(f"{outcome:13} {name}")
     counts = Counter(results.values())

@@ -5,7 +5,8 @@ They are read-only pictures of IR nodes (``ir``), made when first asked for, nev
 tensorview itself.  Names follow torchview: a module node is named by its class
 (``Linear``), a function node by its op (``add``), a tensor node ``input-tensor``,
 ``output-tensor`` or ``hidden-tensor``; ``depth`` counts from the model (0) as the IR
-does, and the model's inputs and outputs have depth 0 as in torchview.  Shapes are tuples
+does; a tensor has the depth of the outermost call that returned it, and the model's inputs and
+outputs have depth 0, as in torchview.  Shapes are tuples
 of ints; ``input_shape``/``output_shape`` list the tensors going in and out (parameters
 and buffers left out: torchview never sees them as inputs).
 """
@@ -132,6 +133,8 @@ def build(graph: Graph, attributes: dict[int, str] | None) -> tuple[dict[Any, li
         a.children.add(b)
         b.parents.add(a)
     for node in by_id.values():
+        if isinstance(node, TensorNode) and node.name == "hidden-tensor":  # the outermost call returning it
+            node.depth = min((p.depth for p in node.parents), default=node.depth)
         if isinstance(node, _CallNode):
             node.input_shape = [p.tensor_shape for p in node.parents if isinstance(p, TensorNode)]
             node.output_shape = [c.tensor_shape for c in node.children if isinstance(c, TensorNode)]
