@@ -269,7 +269,9 @@ def main() -> None:
     parser.add_argument("checkout", type=Path, help="a torchview checkout (with tests/ and src/)")
     parser.add_argument("--reference", action="store_true", help="run torchview itself")
     parser.add_argument("--json", type=Path, help="write {test: outcome} here")
-    parser.add_argument("--options", default="", help="tensorview options for every draw_graph, e.g. 'dict(fold=False)'")
+    parser.add_argument(
+        "--options", default="", help="tensorview options for every draw_graph, e.g. 'dict(fold=False)'"
+    )
     parser.add_argument("--site", type=Path, action="append", default=[], help="a folder put on the path (torchvision)")
     args, rest = parser.parse_known_args()
     results = run(args.checkout.resolve(), args.reference, rest, args.site, args.options)
