@@ -333,7 +333,7 @@ def test_errors_never_print_a_whole_tensor() -> None:
     ):
         tv.draw_graph(zoo.InplaceModule(), input_size=(2, 4), dtypes=x)
     with pytest.raises(tv.InvalidInputError, match=r"^pass exactly one of input_size or input_data \(got both\)$"):
-        tv.draw_graph(zoo.InplaceModule(), x, input_data=x)
+        tv.draw_graph(zoo.InplaceModule(), x, input_size=x)
     with pytest.raises(tv.InvalidInputError, match=r"bad input_size \[1.5, 1.5, .*\.\.\.: expected a shape") as info:
         tv.draw_graph(zoo.InplaceModule(), [1.5] * 1000)
     assert len(str(info.value)) < 250

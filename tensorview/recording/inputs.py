@@ -14,7 +14,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import InvalidInputError, InvalidTypeError, RecordingError, add_hint, describe
+from ..errors import (
+    InputChoiceError,
+    InputSizeTypeError,
+    InvalidInputError,
+    InvalidTypeError,
+    RecordingError,
+    add_hint,
+    describe,
+)
 from .tree import map_tensors
 from .values import remember
 
@@ -138,7 +146,7 @@ def make_inputs(
         input_size, input_data = None, input_size
     if (input_size is None) == (input_data is None):
         got = "both" if input_size is not None else "neither"
-        raise InvalidInputError(f"pass exactly one of input_size or input_data (got {got})")
+        raise InputChoiceError(f"pass exactly one of input_size or input_data (got {got})")
     if input_data is not None:
         if dtypes is not None:
             raise InvalidInputError(
@@ -179,7 +187,8 @@ def _shapes(input_size: Any) -> list[tuple[int, ...]]:
     elif isinstance(input_size, (tuple, list)) and input_size and all(_is_shape(s) for s in input_size):
         shapes = list(input_size)
     else:
-        raise InvalidInputError(
+        kind = InvalidInputError if isinstance(input_size, (tuple, list)) else InputSizeTypeError
+        raise kind(
             f"bad input_size {summary(input_size)}: expected a shape such as (1, 3, 224, 224) "
             "or a list of shapes such as [(1, 16), (1, 16)]"
         )
