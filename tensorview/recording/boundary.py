@@ -132,6 +132,7 @@ class RootBoundary(ModuleScope):
                 # what only recording needed: a kept Recorder holds the graph and little else
                 self.module_names.clear()
                 self.found_modules.clear()
+                self.tree.clear()
                 self.param_names.clear()
                 self.shapes.clear()
                 self.builder.close()

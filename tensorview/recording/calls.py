@@ -24,29 +24,54 @@ _Tensor = torch.Tensor
 _RT = RecorderTensor
 
 
+#: the dicts a module keeps its registered children, parameters and buffers in
+_REGISTRIES = frozenset({"_modules", "_parameters", "_buffers"})
+
+
+def _found_path(module: nn.Module, stack: list[Frame]) -> str:
+    """The path of a module called inside the call of ``stack[-1]`` that was not in the
+    model's tree when recording began: its name where a running call (innermost first)
+    registered it in forward (``self.attn = Attn()``: ``block.attn``, not the
+    ``_modules`` dict holding it) or a child of the caller did, else where the caller keeps it in a plain attribute,
+    list or dict (``blocks.0``), else its class under the caller (``block.ReLU``)."""
+    for frame in reversed(stack):
+        for k, v in frame.module._modules.items():
+            if v is module:
+                return _join(frame.node.path, k)
+    parent = stack[-1]
+    for k, child in parent.module._modules.items():  # ``self.block.attn = Attn()`` in forward
+        if child is not None:
+            for k2, v in child._modules.items():
+                if v is module:
+                    return _join(parent.node.path, f"{k}.{k2}")
+    for attr, value in vars(parent.module).items():
+        if attr in _REGISTRIES:
+            continue
+        if value is module:
+            return _join(parent.node.path, attr)
+        if isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                if v is module:
+                    return _join(parent.node.path, f"{attr}.{i}")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                if v is module:
+                    return _join(parent.node.path, f"{attr}.{k}")
+    return _join(parent.node.path, type(module).__name__)
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
 class ModuleScope(OpRecorder):
     def module_path(self, module: nn.Module) -> str:
         name = self.module_names.get(id(module))
         if name is not None:
             return name
-        # not registered (kept in a plain list/dict, or made in forward): find it in the caller
-        parent = self.stack[-1]
-        prefix = parent.node.path + "." if parent.node.path else ""
-        for attr, value in vars(parent.module).items():
-            if value is module:
-                name = prefix + attr
-            elif isinstance(value, (list, tuple)):
-                for i, v in enumerate(value):
-                    if v is module:
-                        name = f"{prefix}{attr}.{i}"
-            elif isinstance(value, dict):
-                for k, v in value.items():
-                    if v is module:
-                        name = f"{prefix}{attr}.{k}"
-            if name is not None:
-                break
-        if name is None:
-            name = prefix + type(module).__name__
+        # not in the model's tree when recording began: registered in forward
+        # (``self.attn = Attn()``), kept in a plain list/dict, or a local made in forward
+        name = _found_path(module, self.stack)
         self.module_names[id(module)] = name
         self.found_modules.append(module)  # alive while its id is a key: a module made in
         # forward and dropped would hand its id, and so its name, to the next one made
