@@ -133,3 +133,77 @@ def test_module_assigned_in_forward_gets_its_attribute_path() -> None:
         ("block.gate", "Sigmoid"),
     ]
     assert not any("_modules" in n.path for n in g.nodes)
+
+
+# -- parameters written through ``.data`` ---------------------------------------------------
+
+
+class EMATeacher(nn.Module):
+    """MoCo/BYOL/DINO: the teacher's weights follow the student's, written through ``.data``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.student = nn.Linear(4, 4)
+        self.teacher = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            for ps, pt in zip(self.student.parameters(), self.teacher.parameters()):
+                pt.data.mul_(0.9).add_(ps.data, alpha=0.1)
+        return self.student(x) + self.teacher(x)
+
+
+class ClipsWeights(nn.Module):
+    """Weight clipping (WGAN): ``p.data = ...`` and writes into a view of ``p.data``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.fc.weight.data = self.fc.weight.data.clamp(-0.1, 0.1)
+        self.fc.bias.data[:2].zero_()
+        return self.fc(x)
+
+
+def producer_op(g: Graph, node_id: int) -> str:
+    (p,) = g.predecessors(node_id)
+    return g.nodes[p].op  # type: ignore[union-attr]
+
+
+def test_writes_through_data_are_new_versions_of_the_parameter() -> None:
+    g = record(EMATeacher(), torch.randn(2, 4))
+    teacher_linear = [f for f in g.functions() if f.op == "linear" and f.path == "teacher"][0]
+    weight, bias = g.predecessors(teacher_linear.id)[1:]
+    # the teacher reads what the EMA update wrote, not its stale parameter nodes
+    assert producer_op(g, weight) == "add_" and producer_op(g, bias) == "add_"
+    assert g.tensor(weight).shape == (4, 4) and g.tensor(bias).shape == (4,)
+    # and the update reads the teacher's parameter and the student's (through .data)
+    (mul,) = [f for f in g.functions() if f.op == "mul_" and g.tensor(g.successors(f.id)[0]).shape == (4, 4)]
+    (data_out,) = g.predecessors(mul.id)
+    (data,) = g.predecessors(data_out)
+    assert g.nodes[data].op == "data"  # type: ignore[union-attr]
+    assert [g.nodes[p].name for p in g.predecessors(data)] == ["teacher_weight"]
+    student_linear = [f for f in g.functions() if f.op == "linear" and f.path == "student"][0]
+    assert [g.nodes[p].name for p in g.predecessors(student_linear.id)[1:]] == ["student_weight", "student_bias"]
+
+
+def test_data_replaced_and_written_through_a_view() -> None:
+    g = record(ClipsWeights(), torch.randn(2, 4))
+    (linear,) = [f for f in g.functions() if f.op == "linear"]
+    weight, bias = g.predecessors(linear.id)[1:]
+    setter = g.predecessors(weight)[0]
+    assert g.nodes[setter].op == "data"  # the weight is what ``.data = `` put there
+    old, new = g.predecessors(setter)
+    assert g.nodes[old].name == "fc_weight" and producer_op(g, new) == "clamp"
+    assert producer_op(g, bias) == "zero_" and g.tensor(bias).shape == (4,)
+
+
+def test_writes_through_data_leave_the_model_as_it_was() -> None:
+    for model in (EMATeacher(), ClipsWeights()):
+        before = {k: (p, p.detach().clone(), p.data_ptr()) for k, p in model.named_parameters()}
+        tv.draw_graph(model, input_size=(2, 4))
+        tv.summary(model, input_size=(2, 4))
+        for k, p in model.named_parameters():
+            same, value, ptr = before[k]
+            assert p is same and p.data_ptr() == ptr and torch.equal(p, value), k

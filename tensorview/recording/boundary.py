@@ -119,6 +119,7 @@ class RootBoundary(ModuleScope):
                 self.stack.clear()
                 self.sources.clear()
                 self.mutations.clear()
+                self.data_links.clear()
                 self.originals.clear()
                 self.plain_of.clear()
                 if self.writes is not None:

@@ -23,6 +23,7 @@ from .opcalls import OpCalls
 from .optable import (
     AS_PLAIN,
     CONSTANT_FACTORIES,
+    DATA_ACCESS,
     DEVICE_FACTORIES,
     FACTORIES,
     PLAIN_TYPES,
@@ -61,6 +62,8 @@ class OpRecorder(OpCalls):
         ):  # torch.as_tensor(t) of a tensor is an op on t, not a new source
             with _Disable():
                 return self._factory(func, args, kwargs)
+        if func in DATA_ACCESS:  # ``p.data``, ``p.data = x`` (opcalls.py)
+            return self._data_access(func, args, kwargs)
         return self._op(func, args, kwargs)
 
     # -- nodes of tensors -------------------------------------------------------------------
@@ -256,6 +259,8 @@ class OpRecorder(OpCalls):
                 mutated[id(t)] = new
                 key, owner = storage_key(t, self.writes is not None)
                 self.mutations[key] = (owner, fid)
+                if key in self.data_links:  # written through ``p.data``: p's new version too
+                    self.rebind(self.data_links[key][1], new, fn, scope)
         if isinstance(out, _Tensor):
             return self._wrap_one(out, fn, 0, ins, mutated)
         index = itertools.count()  # split, chunk, max(dim=...): one result node each, in order

@@ -116,8 +116,11 @@ class SessionState:
         #: (``self.attn = Attn()``) must not free its id for an object made later
         self.tree: list[Any] = []
         self.module_names, self.param_names = model_names(model, self.tree)
+        #: tensors aliased without a shared version counter (``p.data``, ``p.data = x``):
+        #: storage key of the alias -> (object keeping the key valid, the tensor it writes)
+        self.data_links: dict[int, tuple[Any, torch.Tensor]] = {}
         #: the model's parameters and buffers written in place, saved to be put back (keep.py)
-        self.kept = KeptParameters(self.param_names) if settings.keep_parameters else None
+        self.kept = KeptParameters(self.param_names, self.data_links) if settings.keep_parameters else None
         #: the modules not in the model's tree that were named while recording (calls.py)
         self.found_modules: list[nn.Module] = []
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
