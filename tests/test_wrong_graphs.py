@@ -4,6 +4,10 @@ calls its own module first, a module assigned in forward, parameters written thr
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+import pytest
 import torch
 from torch import nn
 
@@ -207,3 +211,61 @@ def test_writes_through_data_leave_the_model_as_it_was() -> None:
         for k, p in model.named_parameters():
             same, value, ptr = before[k]
             assert p is same and p.data_ptr() == ptr and torch.equal(p, value), k
+
+
+# -- deep nesting ---------------------------------------------------------------------------
+
+
+class Nest(nn.Module):
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x) + 1
+
+
+def nested(levels: int) -> nn.Module:
+    model: nn.Module = nn.Linear(2, 2)
+    for _ in range(levels):
+        model = Nest(model)
+    return model
+
+
+def plain_max_depth(device: str) -> int:
+    """The deepest nesting whose plain forward runs under the default recursion limit."""
+
+    def runs(levels: int) -> bool:
+        try:
+            nested(levels).to(device)(torch.randn(1, 2, device=device))
+        except RecursionError:
+            return False
+        return True
+
+    runs(1)  # lazy imports done
+    lo, hi = 1, 4 * sys.getrecursionlimit()
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if runs(mid) else (lo, mid - 1)
+    return lo
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_deep_nesting_records_where_the_plain_forward_runs(device: str, tmp_path: Path) -> None:
+    assert sys.getrecursionlimit() == 1000  # the default, as users have it
+    levels = plain_max_depth(device) * 9 // 10
+    assert levels > 150
+    model = nested(levels)
+    for mode in ("same", "train"):  # "train": a copy of the module tree
+        g = tv.draw_graph(model, input_size=(1, 2), device=device, mode=mode, depth=10**6)
+        modules = list(g.graph.modules())
+        assert len(modules) == levels + 1
+        assert modules[-1].path == ".".join(["inner"] * levels) and modules[-1].depth == levels
+    assert len([f for f in g.graph.functions() if f.op == "add"]) == levels
+    dot = g.view(depth=10**6, expand_nested=True).source
+    assert dot.count("subgraph cluster") == levels - 1  # every Nest below the root opened as a box
+    assert len(g.to_json()["nodes"]) == len(g.graph.nodes)
+    html = g.save(tmp_path / "deep.html")
+    assert Path(html).stat().st_size > 0
+    s = tv.summary(model, input_size=(1, 2), device=device, depth=None)
+    assert s.total_params == 6 and len(s.rows) >= levels

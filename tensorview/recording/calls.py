@@ -84,6 +84,22 @@ class ModuleScope(OpRecorder):
     def sub_call(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
+        """A submodule call made inside the root call, run by ``call``.  (The patched
+        ``__call__`` runs the same steps itself, modulecall.py: no frame of ours stays on
+        the stack while the module runs.)"""
+        frame, args, kwargs = self.enter_sub(module, args, kwargs)
+        try:
+            out = call(module, *args, **kwargs)
+        except BaseException as e:
+            self.fail_sub(frame, e)
+            raise
+        return self.leave_sub(frame, out)
+
+    def enter_sub(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Frame, tuple[Any, ...], dict[str, Any]]:
+        """A submodule call starts: its node and frame (now the top of ``stack``), and the
+        arguments to call it with."""
         with _Disable():
             caller = self.stack[-1]
             if not caller.leaf:
@@ -95,27 +111,33 @@ class ModuleScope(OpRecorder):
             frame = Frame(module, m, not module._modules)
             args, kwargs = self._enter_args(m, args, kwargs, frame, caller)
         self.stack.append(frame)
-        probes = self.probes
-        if probes is not None:
-            probes.enter_call(m, module)
-        ok = False
+        if self.probes is not None:
+            self.probes.enter_call(m, module)
+        return frame, args, kwargs
+
+    def fail_sub(self, frame: Frame, e: BaseException) -> None:
+        """The call of ``frame`` raised ``e``."""
+        m = frame.node
         try:
-            out = call(module, *args, **kwargs)
-            ok = True
-        except BaseException as e:
             self.builder.fail_call(m)
-            self.failed(e, path, None)
-            raise
+            self.failed(e, m.path, None)
         finally:
-            stack = self.stack
-            if stack[-1] is frame:
-                stack.pop()
-            else:  # method calls still open inside it
-                self.pop_frame(frame, failed=not ok)
-            if probes is not None:
-                probes.exit_call(m)
+            self._pop_sub(frame, failed=True)
+
+    def leave_sub(self, frame: Frame, out: Any) -> Any:
+        """The call of ``frame`` returned ``out``: ``out`` as its caller gets it."""
+        self._pop_sub(frame, failed=False)
         with _Disable():
-            return self.leave(m, out, frame)
+            return self.leave(frame.node, out, frame)
+
+    def _pop_sub(self, frame: Frame, failed: bool) -> None:
+        stack = self.stack
+        if stack and stack[-1] is frame:
+            stack.pop()
+        else:  # method calls still open inside it
+            self.pop_frame(frame, failed=failed)
+        if self.probes is not None:
+            self.probes.exit_call(frame.node)
 
     def _enter_args(
         self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame, caller: Frame | None = None
