@@ -269,3 +269,99 @@ def test_deep_nesting_records_where_the_plain_forward_runs(device: str, tmp_path
     assert Path(html).stat().st_size > 0
     s = tv.summary(model, input_size=(1, 2), device=device, depth=None)
     assert s.total_params == 6 and len(s.rows) >= levels
+
+
+# -- torch.vmap inside forward --------------------------------------------------------------
+
+
+class Ensemble(nn.Module):
+    """``stack_module_state`` + ``vmap(functional_call)``: three linear models at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.models = nn.ModuleList([nn.Linear(4, 3) for _ in range(3)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        params, buffers = torch.func.stack_module_state(list(self.models))  # type: ignore[arg-type]
+
+        def one(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+            return torch.func.functional_call(self.models[0], (p, b), (x,))
+
+        return torch.vmap(one, in_dims=(0, 0, None))(params, buffers, x)
+
+
+class Vmapped(nn.Module):
+    def __init__(self, case: str) -> None:
+        super().__init__()
+        self.case = case
+        self.layer = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.case == "lambda":
+            return torch.vmap(lambda r: r.sum() * r)(x) + 1
+        if self.case == "module":
+            return torch.vmap(self.layer)(x).relu()
+        if self.case == "out_dims":
+            return torch.vmap(lambda r: r * 2, out_dims=1)(x)
+        if self.case == "nested":
+            return torch.vmap(torch.vmap(torch.exp))(x)
+        # per-sample gradients
+        params = {k: v.detach() for k, v in self.layer.named_parameters()}
+
+        def loss(p: dict[str, torch.Tensor], xi: torch.Tensor) -> torch.Tensor:
+            return torch.func.functional_call(self.layer, p, (xi,)).sum()
+
+        return torch.vmap(torch.func.grad(loss), in_dims=(None, 0))(params, x)["weight"]
+
+
+def ancestors(g: Graph, node_id: int) -> set[int]:
+    seen: set[int] = set()
+    todo = [node_id]
+    while todo:
+        for p in g.predecessors(todo.pop()):
+            if p not in seen:
+                seen.add(p)
+                todo.append(p)
+    return seen
+
+
+def test_vmap_connects_the_real_inputs_to_the_outputs() -> None:
+    x = torch.randn(2, 4)
+    model = Ensemble()
+    with Recorder(model) as rec:
+        out = model(x)
+    g = rec.graph
+    assert out.shape == (3, 2, 3)
+    (linear,) = [f for f in g.functions() if f.op == "linear"]
+    inp, weight, bias = g.predecessors(linear.id)
+    assert g.nodes[inp].name == "x"
+    # the weights are the models' parameters, stacked: no constant appears
+    assert not [t for t in g.tensors() if t.role == "constant"]
+    stacked = {g.nodes[p].name for p in ancestors(g, weight) | ancestors(g, bias) if g.nodes[p].kind == "tensor"}
+    assert {f"models_{i}_{k}" for i in range(3) for k in ("weight", "bias")} <= stacked
+    # the output is made by the vmap from what the function returned, with the batched shape
+    (output,) = g.outputs
+    (vmap,) = [p for p in g.predecessors(output) if g.nodes[p].kind == "function"]
+    assert g.nodes[vmap].op == "vmap" and g.tensor(output).shape == (3, 2, 3)  # type: ignore[union-attr]
+    assert g.predecessors(vmap) == [g.successors(linear.id)[0]]
+    assert g.tensor(g.successors(linear.id)[0]).shape == (2, 3)  # the per-model shape vmap's function sees
+
+
+def test_vmap_variants_are_connected() -> None:
+    expected = {
+        "lambda": (["sum", "mul", "vmap", "add"], (2, 4)),
+        "module": (["linear", "vmap", "relu"], (2, 3)),
+        "out_dims": (["mul", "vmap"], (4, 2)),
+        "nested": (["exp", "vmap"], (2, 4)),
+        "grad": (["detach", "detach", "linear", "sum", "grad", "vmap"], (2, 3, 4)),
+    }
+    for case, (ops, shape) in expected.items():
+        model = Vmapped(case)
+        with Recorder(model) as rec:
+            model(torch.randn(2, 4))
+        g = rec.graph
+        (output,) = g.outputs
+        assert g.tensor(output).shape == shape, case
+        assert [g.nodes[i].op for i in sorted(ancestors(g, output)) if g.nodes[i].kind == "function"] == ops, case
+        assert g.inputs[0] in ancestors(g, output), case  # the output depends on the input
+        assert not [t for t in g.tensors() if t.role == "constant"], case

@@ -120,6 +120,7 @@ class RootBoundary(ModuleScope):
                 self.sources.clear()
                 self.mutations.clear()
                 self.data_links.clear()
+                self.unwrapped.clear()
                 self.originals.clear()
                 self.plain_of.clear()
                 if self.writes is not None:

@@ -17,6 +17,7 @@ from .ops import OpRecorder
 from .optable import version
 from .state import Frame, recorded_alias
 from .tensor import RecorderTensor, alias_as
+from .transforms import wrapped
 from .tree import map_tensors
 
 _Disable = torch._C.DisableTorchFunction
@@ -185,8 +186,8 @@ class ModuleScope(OpRecorder):
             self.read_late(node)  # read by the caller to pass it on
         self.builder.graph.edges.add(nid, m.id)
         frame.known.add(nid)
-        if type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided:
-            return t  # ours already, a stale one (tracked as a source) or another subclass
+        if type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided or wrapped(t):
+            return t  # ours already, a stale one (tracked as a source), another subclass, a vmap's
         return self.stands_for(recorded_alias(t, node, self.token), t)
 
     def leave(self, m: ModuleNode, out: Any, frame: Frame | None = None) -> Any:
@@ -194,6 +195,8 @@ class ModuleScope(OpRecorder):
         Tensors held by other objects in ``out`` are results when made inside the call;
         with objects among its arguments (``frame.objects``: it may have filled them, as a
         KV cache), the other tensors made inside it are results when used after it."""
+        if self.unwrapped:  # vmap's results returned: made inside the call (transforms.py)
+            map_tensors(out, lambda t: self.adopt(t, m))
         self.builder.end_call(m)
         results: set[int] = set()
         if type(out) is _RT and (frame is None or not frame.objects):  # the common case
@@ -224,7 +227,7 @@ class ModuleScope(OpRecorder):
             parent = self.graph.module(m.parent) if m.parent is not None else m
             alias = self.new_tensor(t, "_out", "intermediate", parent, copy_of=nid, producer=m.id, named_after=m)
             plain = alias_as(t, _Tensor) if type(t) is _RT else t
-            if type(plain) is _Tensor and plain.layout == torch.strided:
+            if type(plain) is _Tensor and plain.layout == torch.strided and not wrapped(plain):
                 return self.stands_for(recorded_alias(plain, alias, token), t)
             if type(t) is not _RT:  # one object (a fake or other foreign tensor): now the alias
                 self.sources[id(t)] = [t, alias, version(t)]

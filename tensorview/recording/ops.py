@@ -19,7 +19,6 @@ import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
 from .names import OP_NAMES, op_name
-from .opcalls import OpCalls
 from .optable import (
     AS_PLAIN,
     CONSTANT_FACTORIES,
@@ -34,6 +33,7 @@ from .optable import (
 )
 from .state import Frame, recorded_alias
 from .tensor import RecorderTensor, alias_as
+from .transforms import FuncTransforms, active, wrapped
 from .tree import map_tensors
 
 #: switches off both our mode and subclass dispatch for our own bookkeeping (property reads
@@ -44,7 +44,7 @@ _RT = RecorderTensor
 _STRIDED = torch.strided
 
 
-class OpRecorder(OpCalls):
+class OpRecorder(FuncTransforms):
     def handle(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Every torch function call of the forward comes here (mode and subclass hook)."""
         if threading.get_ident() != self.thread or not self.running:
@@ -73,11 +73,13 @@ class OpRecorder(OpCalls):
             t._tv_node = node
             t._tv_ver = version(t)
             return t
-        if type(t) is _Tensor and t.layout == torch.strided:
+        if type(t) is _Tensor and t.layout == torch.strided and not wrapped(t):
             return recorded_alias(t, node, self.token)
         # parameters, sparse or other subclasses, stale RecorderTensors (of an earlier
-        # recording, never rebound): keep the object, track it on the side
+        # recording, never rebound), tensors of a vmap (transforms.py): keep the object,
+        # track it on the side
         self.sources[id(t)] = [t, node, version(t)]
+        self.note_wrapped(t, node)
         return t
 
     def node_of(self, t: torch.Tensor) -> TensorNode:
@@ -101,8 +103,8 @@ class OpRecorder(OpCalls):
         if name_role is not None:
             qual, role = name_role
             node = self.new_tensor(t, qual.replace(".", "_"), role, scope, source_name=qual)
-        else:
-            node = self.new_tensor(t, "constant", "constant", scope)
+        else:  # a constant, unless a vmap made it (transforms.py)
+            node = self.transformed_node(t) or self.new_tensor(t, "constant", "constant", scope)
         self.sources[id(t)] = [t, node, version(t)]
         return node
 
@@ -146,7 +148,7 @@ class OpRecorder(OpCalls):
                     recorded = True
                 elif isinstance(b, _Tensor):
                     ins.append(b)
-                    if id(b) in sources or id(b) in params:
+                    if id(b) in sources or id(b) in params or (tb is _Tensor and self.seen_by_transform(b)):
                         recorded = True
                     if tb is _RT:
                         stale = True
@@ -237,7 +239,7 @@ class OpRecorder(OpCalls):
     def _after_op(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], scope: ModuleNode) -> Any:
         sources = self.sources
         token = self.token
-        if type(out) is _Tensor and out.layout is _STRIDED and _unchanged(ins, out, token, sources):
+        if type(out) is _Tensor and out.layout is _STRIDED and _unchanged(ins, out, token, sources) and not active():
             # the common case: one fresh result, no argument written
             return recorded_alias(out, self.new_result(out, scope, fn), token)
         fid = fn.id
