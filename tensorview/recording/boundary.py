@@ -120,6 +120,8 @@ class RootBoundary(ModuleScope):
                 self.stack.clear()
                 self.sources.clear()
                 self.mutations.clear()
+                self.data_links.clear()
+                self.unwrapped.clear()
                 self.originals.clear()
                 self.plain_of.clear()
                 if self.writes is not None:
@@ -133,6 +135,7 @@ class RootBoundary(ModuleScope):
                 # what only recording needed: a kept Recorder holds the graph and little else
                 self.module_names.clear()
                 self.found_modules.clear()
+                self.tree.clear()
                 self.param_names.clear()
                 self.shapes.clear()
                 self.builder.close()

@@ -46,23 +46,35 @@ def tree_copy(model: nn.Module) -> nn.Module:
     modules keep their flags inside TorchScript, so they are deep-copied."""
     memo: dict[int, nn.Module] = {}
     containers: dict[int, tuple[Any, Any]] = {}
-    return _copy(model, memo, containers)
+    copied: list[tuple[nn.Module, nn.Module]] = []
+    stack = [model]
+    while stack:  # every module copied first (a walk, not recursion: any depth)...
+        m = stack.pop()
+        if id(m) in memo:
+            continue
+        c = memo[id(m)] = _shallow(m)
+        if not isinstance(m, torch.jit.ScriptModule):
+            copied.append((m, c))
+            stack.extend(v for v in reversed(m._modules.values()) if v is not None)
+    for m, c in copied:  # ...then linked: children and attributes name the copies
+        d = c.__dict__
+        d["_modules"] = {k: (None if v is None else memo[id(v)]) for k, v in m._modules.items()}
+        for k in d.keys() - MODULE_ATTRS:
+            d[k] = _attribute(d[k], memo, containers)
+    return memo[id(model)]
 
 
-def _copy(m: nn.Module, memo: dict[int, nn.Module], containers: dict[int, tuple[Any, Any]]) -> nn.Module:
-    done = memo.get(id(m))
-    if done is not None:
-        return done
+def _shallow(m: nn.Module) -> nn.Module:
+    """A new object for ``m`` with its own ``_parameters``, ``_buffers`` and hook dicts
+    (``_modules`` and attributes still the original's); a TorchScript module deep-copied."""
     c: nn.Module
     if isinstance(m, torch.jit.ScriptModule):
-        memo[id(m)] = c = copy.deepcopy(m)
-        return c
+        return copy.deepcopy(m)
     try:  # the object as it is: no __new__, __copy__ or __getstate__ of the class runs
         c = object.__new__(type(m))
         c.__dict__.update(m.__dict__)
     except TypeError:
         c = copy.copy(m)
-    memo[id(m)] = c
     d = c.__dict__
     d["_parameters"] = dict(m._parameters)
     d["_buffers"] = dict(m._buffers)
@@ -70,9 +82,6 @@ def _copy(m: nn.Module, memo: dict[int, nn.Module], containers: dict[int, tuple[
         v = d.get(k)
         if isinstance(v, dict):
             d[k] = v.copy()
-    d["_modules"] = {k: (None if v is None else _copy(v, memo, containers)) for k, v in m._modules.items()}
-    for k in d.keys() - MODULE_ATTRS:
-        d[k] = _attribute(d[k], memo, containers)
     return c
 
 

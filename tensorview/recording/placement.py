@@ -73,7 +73,10 @@ def _moved(model: nn.Module, device: torch.device) -> nn.Module:
         memo[id(t)] = nn.Parameter(moved, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else moved
     for t in computed_attributes(model):
         memo[id(t)] = t.detach().to(device)
-    try:
+    try:  # children first: each module's copy finds its children's in ``memo`` (no recursion
+        # through the tree, so a model nested as deep as its forward runs can be copied)
+        for m in reversed(_preorder(model)):
+            copy.deepcopy(m, memo)
         clone = copy.deepcopy(model, memo)
     except Exception as e:  # noqa: BLE001 - any failure means we cannot copy safely
         raise InvalidInputError(
@@ -89,6 +92,22 @@ def _moved(model: nn.Module, device: torch.device) -> nn.Module:
             if isinstance(d[k], (torch.Tensor, list, tuple, dict)):
                 d[k] = strip_in_place(d[k], lambda t: t.device != device, lambda t: t.to(device), objects=False)
     return clone
+
+
+def _preorder(model: nn.Module) -> list[nn.Module]:
+    """The modules of ``model``'s tree, each once, parents before their children (a walk
+    without recursion)."""
+    seen: set[int] = set()
+    order: list[nn.Module] = []
+    stack = [model]
+    while stack:
+        m = stack.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        order.append(m)
+        stack.extend(c for c in reversed(m._modules.values()) if c is not None)
+    return order
 
 
 def computed_attributes(model: nn.Module) -> Iterator[torch.Tensor]:
