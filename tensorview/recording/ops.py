@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
+from .control import LEFT_TO_TORCH, cond_operator, run_cond
 from .names import OP_NAMES, op_name
 from .opcalls import OpCalls
 from .optable import (
@@ -41,9 +42,12 @@ _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
 _RT = RecorderTensor
 _STRIDED = torch.strided
+_COND = cond_operator()
 
 
 class OpRecorder(OpCalls):
+    _mode: Any  # the session's TorchFunctionMode (session.py)
+
     def handle(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Every torch function call of the forward comes here (mode and subclass hook)."""
         if threading.get_ident() != self.thread or not self.running:
@@ -54,6 +58,10 @@ class OpRecorder(OpCalls):
                 if func in AS_PLAIN and type(args[0]) is _RT:  # f"{t}", repr(t): as without us
                     args = (args[0].as_subclass(_Tensor), *args[1:])
                 return func(*args, **kwargs)
+        if func is _COND:  # torch.cond: the branch taken, as a Python ``if`` (control.py)
+            out = run_cond(self._mode, args, kwargs)
+            if out is not LEFT_TO_TORCH:
+                return out
         if func is TENSOR_ITER:  # ``for row in x``: the rows are recorded, as unbind's results
             return iter(self._op(_Tensor.unbind, (args[0], 0), {}))
         if func in FACTORIES and not (

@@ -1,0 +1,100 @@
+"""Classes of wrong graphs (issue 21, part A, second half): ``torch.cond``, ``Tensor.set_``,
+FX GraphModules, a module returning its own parameter, module conversions inside forward,
+and how the graph says where it knows it may be incomplete (``Graph.warnings``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import tensorview as tv
+from tensorview.graph import WARNING_LAYER, FunctionNode, Graph, GraphBuilder, TensorNode
+
+
+def record(model: nn.Module, *args: Any) -> tuple[Any, Graph]:
+    with tv.Recorder(model) as rec:
+        out = model(*args)
+    return out, rec.graph.graph
+
+
+def ops(g: Graph) -> list[str]:
+    return [n.op for n in g.functions()]
+
+
+def producer_op(g: Graph, tensor_id: int) -> str | None:
+    p = g.producer(tensor_id)
+    node = None if p is None else g.nodes[p]
+    return node.op if isinstance(node, FunctionNode) else None
+
+
+def args_of(g: Graph, name: str) -> list[str]:
+    """The names (source names for parameters) of the tensors op ``name`` reads."""
+    node = g.by_name(name)
+    return [t.source_name or t.name for t in (g.tensor(i) for i in g.input_tensors(node.id))]
+
+
+# -- Graph.warnings ------------------------------------------------------------------------
+
+
+def test_warnings_are_listed_once_put_on_nodes_and_drawn_in_the_picture() -> None:
+    b = GraphBuilder("Net")
+    x = b.input((2,))
+    y = b.op("relu", x, shape=(2,))
+    b.output(y)
+    g = b.finish()
+    g.warn("storage of x swapped", x)
+    g.warn("storage of x swapped", x)
+    g.warn("leaf internals not traced")
+    assert g.warnings == ["storage of x swapped", "leaf internals not traced"]
+    assert g.annotations.layer(WARNING_LAYER) == {x: "storage of x swapped"}
+    assert g.to_dict()["graph"]["warnings"] == g.warnings
+    drawn = tv.ComputationGraph(g)
+    source = drawn.source
+    assert "⚠ storage of x swapped" in source and "⚠ leaf internals not traced" in source
+    assert "warning: storage of x swapped" in source  # on the node's label too
+    assert "warning: leaf internals not traced" in repr(drawn)
+
+
+# -- torch.cond ----------------------------------------------------------------------------
+
+
+class Cond(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(4))
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(x.sum() > 0, lambda x: x * self.scale, lambda x: self.lin(x), (x,))
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_cond_with_a_branch_reading_a_parameter_records_with_grad_on(sign: float) -> None:
+    model = Cond()
+    x = (torch.rand(2, 4) + 0.1) * sign
+    expected = model(x)
+    with torch.enable_grad():
+        out, g = record(model, x.requires_grad_())
+    torch.testing.assert_close(out, expected)
+    # the branch taken is recorded as a Python ``if`` would be: its ops read the parameters
+    if sign > 0:
+        assert ops(g) == ["sum", "gt", "mul"]
+        assert args_of(g, "mul") == ["x", "scale"]
+    else:
+        assert ops(g) == ["sum", "gt", "linear"]
+        assert args_of(g, "linear") == ["x", "lin.weight", "lin.bias"]
+        assert [m.path for m in g.modules()] == ["", "lin"]
+    assert g.outputs and producer_op(g, g.outputs[0]) == ("mul" if sign > 0 else "linear")
+
+
+def test_cond_in_draw_graph_draws_the_branch_taken() -> None:
+    g = tv.draw_graph(Cond(), input_data=torch.ones(2, 4)).graph
+    assert ops(g) == ["sum", "gt", "mul"]
+    assert [n.source_name for n in g.tensors() if n.is_param] == ["scale"]
+
+
+def _tensor(g: Graph, name: str) -> TensorNode:
+    return g.tensor(g.by_name(name).id)
