@@ -98,3 +98,47 @@ def test_cond_in_draw_graph_draws_the_branch_taken() -> None:
 
 def _tensor(g: Graph, name: str) -> TensorNode:
     return g.tensor(g.by_name(name).id)
+
+
+# -- a module returning its own parameter ------------------------------------------------
+
+
+class ReturnsBias(nn.Module):
+    """As GPT-NeoX-Japanese's attention: the output and a learned bias, added by the caller."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dense = nn.Linear(4, 4, bias=False)
+        self.dense_bias = nn.Parameter(torch.randn(4))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.dense(x), self.dense_bias
+
+
+class UsesBias(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = ReturnsBias()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, bias = self.attn(x)
+        return out + bias
+
+
+def test_a_parameter_returned_by_forward_flows_out_of_its_module() -> None:
+    model = UsesBias()
+    x = torch.randn(3, 4)
+    out, g = record(model, x)
+    torch.testing.assert_close(out, model(x))
+    bias = next(t for t in g.tensors() if t.source_name == "attn.dense_bias")
+    assert bias.is_param and bias.path == "attn"  # read inside the call that returned it
+    attn = next(m for m in g.modules() if m.path == "attn")
+    assert attn.contains(bias.id)
+    add = g.by_name("add")
+    returned = g.tensor(g.input_tensors(add.id)[1])
+    assert returned.copy_of == bias.id and g.producer(returned.id) == attn.id  # not made from nothing
+    # drawn: the parameter feeds the add when attn is opened; attn's result when it is a box
+    opened = tv.ComputationGraph(g, tv.ViewOptions(depth=3, show_params=True)).view()
+    assert "\tattn_dense_bias -> add" in opened.source
+    boxed = tv.ComputationGraph(g, tv.ViewOptions(depth=1, hide_inner_tensors=False)).view()
+    assert "\tattn -> attn_out" in boxed.source and "\tattn_out -> add" in boxed.source
