@@ -142,3 +142,34 @@ def test_a_parameter_returned_by_forward_flows_out_of_its_module() -> None:
     assert "\tattn_dense_bias -> add" in opened.source
     boxed = tv.ComputationGraph(g, tv.ViewOptions(depth=1, hide_inner_tensors=False)).view()
     assert "\tattn -> attn_out" in boxed.source and "\tattn_out -> add" in boxed.source
+
+
+# -- Tensor.set_ ---------------------------------------------------------------------------
+
+
+class SetStorage(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        y.set_(torch.zeros(3, 4))  # never reaches __torch_function__
+        return self.inner(y + 1)
+
+
+def test_tensor_set_is_detected_and_warned_on_the_stale_node() -> None:
+    model = SetStorage()
+    x = torch.randn(3, 4)
+    out, g = record(model, x)
+    torch.testing.assert_close(out, torch.ones(3, 4))
+    mul_out = g.tensor(g.output_tensors(g.by_name("mul").id)[0])
+    assert args_of(g, "add")[0] == mul_out.name  # the value before set_, the only one known
+    assert len(g.warnings) == 1 and "Tensor.set_" in g.warnings[0] and "root module" in g.warnings[0]
+    assert g.annotations.layer(WARNING_LAYER) == {mul_out.id: g.warnings[0]}
+    assert "⚠ " in tv.ComputationGraph(g).source  # said in the picture
+
+
+def test_an_ordinary_forward_has_no_warnings() -> None:
+    _, g = record(UsesBias(), torch.randn(3, 4))
+    assert g.warnings == [] and WARNING_LAYER not in g.annotations

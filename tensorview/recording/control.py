@@ -1,4 +1,5 @@
-"""Structured control flow (``torch.cond``) recorded as the Python ``if`` it stands for.
+"""What torch does not show a ``TorchFunctionMode``: structured control flow
+(``torch.cond``), recorded as the Python ``if`` it stands for, and tensors changed unseen.
 
 In eager mode ``torch.cond(pred, true_fn, false_fn, operands)`` is
 ``true_fn(*operands) if pred else false_fn(*operands)``.  Torch runs it through Dynamo,
@@ -64,3 +65,14 @@ def run_cond(mode: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     active = any(m is mode for m in _get_current_function_mode_stack())
     with contextlib.nullcontext() if active else mode:
         return branch(*operands)
+
+
+def unseen_change(path: str) -> str:
+    """The warning for a tensor whose version counter moved with no recorded op to explain
+    it: ``Tensor.set_`` (which never reaches ``__torch_function__``) or a kernel that runs
+    no torch functions (a TorchScript module), inside the call at ``path``."""
+    where = f"in {path!r}" if path else "in the root module"
+    return (
+        f"a tensor {where} changed where tensorview cannot see (Tensor.set_, or a kernel that "
+        "calls no torch functions): its later uses are drawn from its earlier value"
+    )

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
-from .control import LEFT_TO_TORCH, cond_operator, run_cond
+from .control import LEFT_TO_TORCH, cond_operator, run_cond, unseen_change
 from .names import OP_NAMES, op_name
 from .opcalls import OpCalls
 from .optable import (
@@ -114,7 +114,9 @@ class OpRecorder(OpCalls):
     def _after_foreign_mutation(self, t: torch.Tensor, node: TensorNode) -> TensorNode:
         """``t`` changed through another view: a new version produced by the op that did it."""
         hit = self.mutations.get(storage_key(t, self.writes is not None)[0])
-        if hit is None:  # mutated where we could not see (inside an opaque module): keep the node
+        if hit is None:  # changed where torch does not call us (``Tensor.set_``, an opaque
+            # kernel): the node of the earlier value is all we have, and the graph says so
+            self.graph.warn(unseen_change(self.scope().path), node.id)
             return node
         fn = self.graph.nodes[hit[1]]
         scope = self.graph.module(fn.parent) if fn.parent is not None else self.scope()
