@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import tensorview as tv
-from tensorview.graph import WARNING_LAYER, FunctionNode, Graph, GraphBuilder, TensorNode
+from tensorview.graph import WARNING_LAYER, FunctionNode, Graph, GraphBuilder
 
 
 def record(model: nn.Module, *args: Any) -> tuple[Any, Graph]:
@@ -96,8 +96,9 @@ def test_cond_in_draw_graph_draws_the_branch_taken() -> None:
     assert [n.source_name for n in g.tensors() if n.is_param] == ["scale"]
 
 
-def _tensor(g: Graph, name: str) -> TensorNode:
-    return g.tensor(g.by_name(name).id)
+def only(items: list[Any]) -> Any:
+    assert len(items) == 1, items
+    return items[0]
 
 
 # -- a module returning its own parameter ------------------------------------------------
@@ -173,3 +174,57 @@ def test_tensor_set_is_detected_and_warned_on_the_stale_node() -> None:
 def test_an_ordinary_forward_has_no_warnings() -> None:
     _, g = record(UsesBias(), torch.randn(3, 4))
     assert g.warnings == [] and WARNING_LAYER not in g.annotations
+
+
+# -- module conversions inside forward ------------------------------------------------------
+
+
+class CastsRouter(nn.Module):
+    """As switch_transformers: the router is cast inside forward (here with a buffer too)."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__()
+        self.method = method
+        self.router = nn.Linear(4, 4)
+        self.router.register_buffer("scale", torch.full((4,), 2.0))
+        self.expert = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.method == "to":
+            self.router.to(torch.float64)
+        else:
+            getattr(self.router, self.method)()
+        dtype = self.router.weight.dtype
+        r = self.router(x.to(dtype)) * self.router.scale
+        self.router.to(self.router.weight.device)  # converts nothing: drawn as nothing
+        return self.expert(x) + r.float()
+
+
+@pytest.mark.parametrize(("method", "dtype"), [("to", "float64"), ("double", "float64"), ("half", "float16")])
+def test_a_module_converted_inside_forward_draws_parameter_conversions(method: str, dtype: str) -> None:
+    model = CastsRouter(method)
+    before = {k: (v, v.data_ptr(), v.dtype) for k, v in model.state_dict(keep_vars=True).items()}
+    if method == "half":  # (no half-precision linear on every CPU: record on meta)
+        g = tv.draw_graph(model, input_size=(3, 4), device="meta").graph
+    else:
+        g = tv.draw_graph(model, input_size=(3, 4)).graph
+    # the caller's module is not converted: the same tensors, storages and dtypes
+    after = {k: (v, v.data_ptr(), v.dtype) for k, v in model.state_dict(keep_vars=True).items()}
+    assert [(k, v[0] is before[k][0], v[1:]) for k, v in after.items()] == [(k, True, v[1:]) for k, v in before.items()]
+    assert all(m.router.weight.dtype == torch.float32 for m in [model])
+    # drawn as conversions of the parameters and the buffer, in the method call router.<method>
+    call = only([m for m in g.modules() if m.method == method])
+    conv = [f for f in g.functions() if f.parent == call.id]
+    assert call.path == "router" and {f.op for f in conv} == {method}
+    assert sorted(args_of(g, f.name)[0] for f in conv) == ["router.bias", "router.scale", "router.weight"]
+    assert not {"_has_compatible_shallow_copy_type", "data", "__set__"} & set(ops(g))
+    assert all(g.output_tensors(f.id) for f in g.functions())  # no op without a tensor result
+    # later reads use the converted values
+    linear = next(f for f in g.functions() if f.op == "linear" and f.path == "router")
+    weight, bias = (g.tensor(i) for i in g.input_tensors(linear.id)[1:])
+    assert producer_op(g, weight.id) == method and producer_op(g, bias.id) == method
+    assert weight.dtype == bias.dtype == dtype
+    mul = next(f for f in g.functions() if f.op == "mul")
+    assert producer_op(g, g.input_tensors(mul.id)[1]) == method  # the buffer, converted
+    assert [m for m in g.modules() if m.method == "to" and m.opaque] == []  # .to(same device): nothing
+    g.lint()

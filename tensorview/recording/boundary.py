@@ -105,6 +105,8 @@ class RootBoundary(ModuleScope):
                 _set_tf_state(tf_state)
             self._pop_mode()
             try:
+                if self.undo is not None:  # modules converted inside forward (convert.py)
+                    self.undo.restore(self.kept)
                 if self.kept is not None:  # parameters the forward wrote in place (keep.py)
                     self.kept.restore()
                 if self.probes is not None:

@@ -1,5 +1,6 @@
-"""What torch does not show a ``TorchFunctionMode``: structured control flow
-(``torch.cond``), recorded as the Python ``if`` it stands for, and tensors changed unseen.
+"""Calls recorded as what they stand for (``SPECIAL``): iterating a tensor, as ``unbind``;
+structured control flow (``torch.cond``), as the Python ``if`` it stands for.  And what
+torch does not show a ``TorchFunctionMode`` at all: tensors changed unseen (``Tensor.set_``).
 
 In eager mode ``torch.cond(pred, true_fn, false_fn, operands)`` is
 ``true_fn(*operands) if pred else false_fn(*operands)``.  Torch runs it through Dynamo,
@@ -65,6 +66,22 @@ def run_cond(mode: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     active = any(m is mode for m in _get_current_function_mode_stack())
     with contextlib.nullcontext() if active else mode:
         return branch(*operands)
+
+
+def _cond(session: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    out = run_cond(session._mode, args, kwargs)
+    return session._op(func, args, kwargs) if out is LEFT_TO_TORCH else out
+
+
+def _iterate(session: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``for row in x``: the rows are recorded, as ``unbind``'s results."""
+    return iter(session._op(torch.Tensor.unbind, (args[0], 0), {}))
+
+
+#: torch function -> how the session records it: ``(session, func, args, kwargs) -> result``
+SPECIAL: dict[Any, Any] = {torch.Tensor.__iter__: _iterate}
+if cond_operator() is not None:
+    SPECIAL[cond_operator()] = _cond
 
 
 def unseen_change(path: str) -> str:

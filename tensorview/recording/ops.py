@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
-from .control import LEFT_TO_TORCH, cond_operator, run_cond, unseen_change
+from .control import SPECIAL, unseen_change
 from .names import OP_NAMES, op_name
 from .opcalls import OpCalls
 from .optable import (
@@ -28,7 +28,6 @@ from .optable import (
     FACTORIES,
     PLAIN_TYPES,
     QUERIES,
-    TENSOR_ITER,
     storage_key,
     version,
 )
@@ -42,12 +41,9 @@ _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
 _RT = RecorderTensor
 _STRIDED = torch.strided
-_COND = cond_operator()
 
 
 class OpRecorder(OpCalls):
-    _mode: Any  # the session's TorchFunctionMode (session.py)
-
     def handle(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Every torch function call of the forward comes here (mode and subclass hook)."""
         if threading.get_ident() != self.thread or not self.running:
@@ -58,12 +54,8 @@ class OpRecorder(OpCalls):
                 if func in AS_PLAIN and type(args[0]) is _RT:  # f"{t}", repr(t): as without us
                     args = (args[0].as_subclass(_Tensor), *args[1:])
                 return func(*args, **kwargs)
-        if func is _COND:  # torch.cond: the branch taken, as a Python ``if`` (control.py)
-            out = run_cond(self._mode, args, kwargs)
-            if out is not LEFT_TO_TORCH:
-                return out
-        if func is TENSOR_ITER:  # ``for row in x``: the rows are recorded, as unbind's results
-            return iter(self._op(_Tensor.unbind, (args[0], 0), {}))
+        if func in SPECIAL:  # ``for row in x``, ``torch.cond``: as what they stand for (control.py)
+            return SPECIAL[func](self, func, args, kwargs)
         if func in FACTORIES and not (
             func in DEVICE_FACTORIES and args and isinstance(args[0], _Tensor)
         ):  # torch.as_tensor(t) of a tensor is an op on t, not a new source
@@ -114,8 +106,7 @@ class OpRecorder(OpCalls):
     def _after_foreign_mutation(self, t: torch.Tensor, node: TensorNode) -> TensorNode:
         """``t`` changed through another view: a new version produced by the op that did it."""
         hit = self.mutations.get(storage_key(t, self.writes is not None)[0])
-        if hit is None:  # changed where torch does not call us (``Tensor.set_``, an opaque
-            # kernel): the node of the earlier value is all we have, and the graph says so
+        if hit is None:  # changed where torch does not call us (Tensor.set_): said (control.py)
             self.graph.warn(unseen_change(self.scope().path), node.id)
             return node
         fn = self.graph.nodes[hit[1]]
