@@ -130,9 +130,9 @@ def draw_graph(
 
     A ``torch.export.ExportedProgram`` or a ``torch.fx.GraphModule`` is drawn from its
     graph, nothing runs: inputs are optional, checked against its input specs (see
-    docs/recording.md).
+    docs/recording.md); a GraphModule calling leaf modules is recorded when given inputs.
     """
-    program = is_program(model)
+    program = is_program(model, input_size is not None or input_data is not None)
     stats = check_stats(stats, runs=not program)
     if not program:
         check_model(model, "draw_graph")

@@ -228,3 +228,63 @@ def test_a_module_converted_inside_forward_draws_parameter_conversions(method: s
     assert producer_op(g, g.input_tensors(mul.id)[1]) == method  # the buffer, converted
     assert [m for m in g.modules() if m.method == "to" and m.opaque] == []  # .to(same device): nothing
     g.lint()
+
+
+# -- FX GraphModules -------------------------------------------------------------------------
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.lin(x)) + 1
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Block()
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.block(x) * 2)
+
+
+class HoldsTraced(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.traced = torch.fx.symbolic_trace(Net())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.traced(x=x).sigmoid()
+
+
+def test_a_graph_module_is_recorded_with_ops_in_its_leaves_and_its_hierarchy() -> None:
+    model = HoldsTraced()
+    x = torch.randn(3, 4)
+    out, g = record(model, x)
+    torch.testing.assert_close(out, model(x))
+    calls = [(m.path, m.cls_name, m.parent is not None and g[m.parent].path) for m in g.modules()]
+    assert calls == [
+        ("", "HoldsTraced", False),
+        ("traced", "Net", ""),
+        ("traced.block", "Block", "traced"),  # flattened by fx, a call again (nn_module_stack)
+        ("traced.block.lin", "Linear", "traced.block"),
+        ("traced.head", "Linear", "traced"),
+    ]
+    assert [(f.op, f.path) for f in g.functions()] == [
+        ("linear", "traced.block.lin"),  # inside the leaf
+        ("relu", "traced.block"),
+        ("add", "traced.block"),
+        ("mul", "traced"),
+        ("linear", "traced.head"),
+        ("sigmoid", ""),
+    ]
+    block = next(m for m in g.modules() if m.path == "traced.block")
+    assert g.input_tensors(block.id) == g.inputs  # x crosses into the call it is read in
+    mul = g.by_name("mul")
+    assert g.producer(g.input_tensors(mul.id)[0]) == g.by_name("add").id
+    assert block.id in g.predecessors(g.input_tensors(mul.id)[0])  # a result of block
+    assert "forward" not in vars(model.traced)
