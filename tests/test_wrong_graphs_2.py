@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import tensorview as tv
-from tensorview.graph import WARNING_LAYER, FunctionNode, Graph, GraphBuilder
+from tensorview.graph import WARNING_LAYER, FunctionNode, Graph, GraphBuilder, TensorNode
 
 
 def record(model: nn.Module, *args: Any) -> tuple[Any, Graph]:
@@ -288,3 +288,90 @@ def test_a_graph_module_is_recorded_with_ops_in_its_leaves_and_its_hierarchy() -
     assert g.producer(g.input_tensors(mul.id)[0]) == g.by_name("add").id
     assert block.id in g.predecessors(g.input_tensors(mul.id)[0])  # a result of block
     assert "forward" not in vars(model.traced)
+
+
+# -- FSDP2 and tensor parallel (a fake process group of 4) ----------------------------------
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = nn.Linear(8, 16)
+        self.down = nn.Linear(16, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.relu(self.up(x)))
+
+
+@pytest.fixture
+def mesh() -> Any:
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available():
+        pytest.skip("torch.distributed is not available")
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=4)
+    try:
+        yield init_device_mesh("cpu", (4,))
+    finally:
+        dist.destroy_process_group()
+
+
+def _calls_and_ops(g: Graph) -> list[tuple[str, str, str]]:
+    return [
+        (type(n).__name__, n.path, n.op if isinstance(n, FunctionNode) else "")
+        for n in g.nodes
+        if not isinstance(n, TensorNode)
+    ]
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_fsdp2_model_in_training_mode_records(mesh: Any) -> None:
+    from torch.distributed.fsdp import fully_shard
+
+    model = MLP()
+    fully_shard(model.up, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    x = torch.randn(2, 8)
+    for mode in ("eval", "same"):  # eval: a copy of the module tree ("mixed torch.Tensor and DTensor")
+        g = tv.draw_graph(model, input_data=x, mode=mode).graph
+        linears = [f for f in g.functions() if f.op == "linear"]
+        assert [f.path for f in linears] == ["up", "down"]
+        assert ("FunctionNode", "", "relu") in _calls_and_ops(g)
+        assert g.shapes(g.outputs) == [(2, 8)]
+        assert all(m.training for m in model.modules())  # the caller's flags are untouched
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_tensor_parallel_records_the_same_on_every_device_with_placements(mesh: Any) -> None:
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    model = MLP()
+    parallelize_module(model, mesh, {"up": ColwiseParallel(), "down": RowwiseParallel()})
+    x = torch.randn(2, 8)
+    cpu = tv.draw_graph(model, input_data=x).graph
+    meta = tv.draw_graph(model, input_data=x, device="meta").graph
+    assert _calls_and_ops(cpu) == _calls_and_ops(meta)  # was 6 ops on the CPU, 11 on meta
+    assert [(f.op, f.path) for f in cpu.functions() if f.op in ("linear", "relu")] == [
+        ("linear", "up"),
+        ("relu", ""),
+        ("linear", "down"),
+    ]
+    assert [(t.source_name, t.shape) for t in cpu.tensors() if t.is_param] == [
+        ("up.weight", (16, 8)),  # global shapes
+        ("up.bias", (16,)),
+        ("down.weight", (8, 16)),
+        ("down.bias", (8,)),
+    ]
+    for g in (cpu, meta):
+        placed = g.annotations.layer("placement")
+        where = {t.source_name: placed.get(t.id) for t in g.tensors() if t.is_param}
+        assert where == {
+            "up.weight": "Shard(dim=0) on mesh (4,)",
+            "up.bias": "Shard(dim=0) on mesh (4,)",
+            "down.weight": "Shard(dim=1) on mesh (4,)",
+            "down.bias": "Replicate() on mesh (4,)",
+        }
+    shown = tv.ComputationGraph(cpu, tv.ViewOptions(show_params=True)).source
+    assert "placement: Shard(dim=0) on mesh (4,)" in shown

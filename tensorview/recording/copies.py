@@ -19,6 +19,7 @@ static KV cache in any mode).
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Any
 
 import torch
@@ -37,10 +38,22 @@ def tree_copy(model: nn.Module) -> nn.Module:
     modules keep their flags inside TorchScript, so they are deep-copied."""
     memo: dict[int, nn.Module] = {}
     containers: dict[int, tuple[Any, Any]] = {}
-    return _copy(model, memo, containers)
+    return _copy(model, memo, containers, _fsdp_module_type())
 
 
-def _copy(m: nn.Module, memo: dict[int, nn.Module], containers: dict[int, tuple[Any, Any]]) -> nn.Module:
+def _fsdp_module_type() -> Any:
+    """FSDP2's ``FSDPModule`` when FSDP was imported (None otherwise: nothing to look for)."""
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    return getattr(fsdp, "FSDPModule", None) if fsdp is not None else None
+
+
+def _copy(
+    m: nn.Module, memo: dict[int, nn.Module], containers: dict[int, tuple[Any, Any]], fsdp: Any, sharded: bool = False
+) -> nn.Module:
+    """``sharded``: inside a module ``fully_shard``ed by FSDP2, whose hooks put the
+    unsharded parameters into the *original* modules' ``_parameters`` before the forward
+    (and the sharded ones back after): the copy shares those dicts, or it would compute
+    with the sharded DTensors ("mixed torch.Tensor and DTensor")."""
     done = memo.get(id(m))
     if done is not None:
         return done
@@ -55,13 +68,16 @@ def _copy(m: nn.Module, memo: dict[int, nn.Module], containers: dict[int, tuple[
         c = copy.copy(m)
     memo[id(m)] = c
     d = c.__dict__
-    d["_parameters"] = dict(m._parameters)
+    sharded = sharded or (fsdp is not None and isinstance(m, fsdp))
+    d["_parameters"] = m._parameters if sharded else dict(m._parameters)
     d["_buffers"] = dict(m._buffers)
     for k in _HOOK_DICTS:  # hooks registered on the copy stay on the copy
         v = d.get(k)
         if isinstance(v, dict):
             d[k] = v.copy()
-    d["_modules"] = {k: (None if v is None else _copy(v, memo, containers)) for k, v in m._modules.items()}
+    d["_modules"] = {
+        k: (None if v is None else _copy(v, memo, containers, fsdp, sharded)) for k, v in m._modules.items()
+    }
     for k in d.keys() - MODULE_ATTRS:
         d[k] = _attribute(d[k], memo, containers)
     return c
