@@ -128,13 +128,14 @@ def draw_graph(
     ``stats=("params", "flops")`` (costs on the nodes, ``tensorview.cost.STATS``) and
     ``source`` (record the line of your code behind each op, recording/source.py).  Change
     the view later with ``graph.view(...)``.  An ``ExportedProgram`` or ``fx.GraphModule``
-    is drawn from its graph (inputs optional, checked against its specs; docs/recording.md).
+    is drawn from its graph (inputs optional, checked against its specs; docs/recording.md);
+    a GraphModule calling leaf modules is recorded when given inputs.
     """
     input_size, input_data = input_slots(input_data, input_size)
     mode, graph_dir = check_mode(mode), "TB" if graph_dir is None else graph_dir
     check_flag("strict", strict), check_flag("collect_attributes", collect_attributes)
     extras = TorchviewExtras(directory, filename)  # checked before the forward runs
-    program = is_program(model)
+    program = is_program(model, input_size is not None or input_data is not None)
     stats = check_stats(stats, runs=not program)
     if not program:
         check_model(model, "draw_graph")

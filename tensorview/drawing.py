@@ -204,6 +204,7 @@ class ComputationGraph(TorchviewAPI):
         lines = [head]
         if g.error:
             lines.append(f"  error: {printable(g.error)}")
+        lines.extend(f"  warning: {printable(w)}" for w in g.warnings)
         for shown, m in enumerate(g.modules()):
             if shown == REPR_MODULES:
                 lines.append(f"  … {counts['module'] - shown} more module calls")

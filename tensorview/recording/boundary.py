@@ -18,6 +18,7 @@ from torch.overrides import TorchFunctionMode
 from . import interrupts
 from .calls import ModuleScope
 from .compiled import EAGER_STANCE
+from .dtensors import PLACEMENT_LAYER, placements
 from .inference import InferenceWrites
 from .modulecall import MODULE_CALL
 from .optable import MODULE_ATTRS, PLAIN_TYPES, version
@@ -106,8 +107,13 @@ class RootBoundary(ModuleScope):
                 _set_tf_state(tf_state)
             self._pop_mode()
             try:
+                if self.undo is not None:  # modules converted inside forward (convert.py)
+                    self.undo.restore(self.kept)
                 if self.kept is not None:  # parameters the forward wrote in place (keep.py)
                     self.kept.restore()
+                placed = placements(self.sources)  # DTensors: where each is sharded (dtensors.py)
+                if placed:
+                    self.graph.annotations.set(PLACEMENT_LAYER, placed)
                 if self.probes is not None:
                     self.probes.stop()
                     for name, values in self.probes.layers().items():

@@ -197,10 +197,12 @@ class ModuleScope(OpRecorder):
         KV cache), the other tensors made inside it are results when used after it."""
         if self.unwrapped:  # vmap's results returned: made inside the call (transforms.py)
             map_tensors(out, lambda t: self.adopt(t, m))
-        self.builder.end_call(m)
         results: set[int] = set()
         if type(out) is _RT and (frame is None or not frame.objects):  # the common case
+            self.builder.end_call(m)
             return self._result(out, m, frame, results)
+        self._returned_sources(out, m)
+        self.builder.end_call(m)
         notes: list[Any] = []  # objects in the return value, walked below
         out = map_tensors(out, lambda t: self._result(t, m, frame, results), notes=notes)
         if notes:
@@ -210,6 +212,24 @@ class ModuleScope(OpRecorder):
         if frame is not None and frame.objects:  # it may have stored results in them
             self.leaky[m.id] = results
         return out
+
+    def _returned_sources(self, out: Any, m: ModuleNode) -> None:
+        """Parameters and buffers of the model that the call ``m`` returns without any op
+        having read them (a learned bias or position table returned by ``forward``) get
+        their nodes inside ``m``, before it ends: they flow out of it (``_result``) instead
+        of being drawn as results the call made from nothing."""
+        names, sources = self.param_names, self.sources
+
+        def see(t: torch.Tensor) -> torch.Tensor:
+            name_role = names.get(id(t))
+            if name_role is not None and id(t) not in sources and type(t) is not _RT:
+                qual, role = name_role
+                node = self.new_tensor(t, qual.replace(".", "_"), role, m, source_name=qual)
+                sources[id(t)] = [t, node, version(t)]
+            return t
+
+        if names:
+            map_tensors(out, see)
 
     def _result(self, t: torch.Tensor, m: ModuleNode, frame: Frame | None, results: set[int]) -> torch.Tensor:
         """Tensor ``t`` is returned by the call ``m`` (of ``frame``)."""

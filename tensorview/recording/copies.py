@@ -27,6 +27,7 @@ the copy's device and buffers, and is named by the module's path.
 from __future__ import annotations
 
 import copy
+import sys
 import weakref
 from typing import Any
 
@@ -47,15 +48,17 @@ def tree_copy(model: nn.Module) -> nn.Module:
     memo: dict[int, nn.Module] = {}
     containers: dict[int, tuple[Any, Any]] = {}
     copied: list[tuple[nn.Module, nn.Module]] = []
-    stack = [model]
+    fsdp = _fsdp_module_type()
+    stack = [(model, False)]
     while stack:  # every module copied first (a walk, not recursion: any depth)...
-        m = stack.pop()
+        m, sharded = stack.pop()
         if id(m) in memo:
             continue
-        c = memo[id(m)] = _shallow(m)
+        sharded = sharded or (fsdp is not None and isinstance(m, fsdp))
+        c = memo[id(m)] = _shallow(m, sharded)
         if not isinstance(m, torch.jit.ScriptModule):
             copied.append((m, c))
-            stack.extend(v for v in reversed(m._modules.values()) if v is not None)
+            stack.extend((v, sharded) for v in reversed(m._modules.values()) if v is not None)
     for m, c in copied:  # ...then linked: children and attributes name the copies
         d = c.__dict__
         d["_modules"] = {k: (None if v is None else memo[id(v)]) for k, v in m._modules.items()}
@@ -64,9 +67,19 @@ def tree_copy(model: nn.Module) -> nn.Module:
     return memo[id(model)]
 
 
-def _shallow(m: nn.Module) -> nn.Module:
+def _fsdp_module_type() -> Any:
+    """FSDP2's ``FSDPModule`` when FSDP was imported (None otherwise: nothing to look for)."""
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    return getattr(fsdp, "FSDPModule", None) if fsdp is not None else None
+
+
+def _shallow(m: nn.Module, sharded: bool) -> nn.Module:
     """A new object for ``m`` with its own ``_parameters``, ``_buffers`` and hook dicts
-    (``_modules`` and attributes still the original's); a TorchScript module deep-copied."""
+    (``_modules`` and attributes still the original's); a TorchScript module deep-copied.
+    ``sharded``: inside a module ``fully_shard``ed by FSDP2, whose hooks put the unsharded
+    parameters into the *original* modules' ``_parameters`` before the forward (and the
+    sharded ones back after): the copy shares those dicts, or it would compute with the
+    sharded DTensors ("mixed torch.Tensor and DTensor")."""
     c: nn.Module
     if isinstance(m, torch.jit.ScriptModule):
         return copy.deepcopy(m)
@@ -76,7 +89,7 @@ def _shallow(m: nn.Module) -> nn.Module:
     except TypeError:
         c = copy.copy(m)
     d = c.__dict__
-    d["_parameters"] = dict(m._parameters)
+    d["_parameters"] = m._parameters if sharded else dict(m._parameters)
     d["_buffers"] = dict(m._buffers)
     for k in _HOOK_DICTS:  # hooks registered on the copy stay on the copy
         v = d.get(k)

@@ -138,7 +138,14 @@ class OpCalls(MethodScope):
         with _Disable():
             args2 = tuple(map_tensors(a, plain) for a in args)
             kwargs2 = {k: map_tensors(v, plain) for k, v in kwargs.items()}
-        out = func(*args2, **kwargs2)
+        # one op here, whatever the subclass runs for it: a DTensor's local tensor may be one
+        # of ours, and its kernels Python on meta (decompositions) but C++ on the CPU, so
+        # recording inside would give another graph on every device
+        self.running = False
+        try:
+            out = func(*args2, **kwargs2)
+        finally:
+            self.running = True
 
         def ours_again(t: torch.Tensor) -> torch.Tensor:
             r = back.get(id(t))

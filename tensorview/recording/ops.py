@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
+from .control import SPECIAL, unseen_change
 from .names import OP_NAMES, op_name
 from .optable import (
     AS_PLAIN,
@@ -27,7 +28,6 @@ from .optable import (
     FACTORIES,
     PLAIN_TYPES,
     QUERIES,
-    TENSOR_ITER,
     storage_key,
     version,
 )
@@ -58,8 +58,8 @@ class OpRecorder(FuncTransforms):
                 if func in AS_PLAIN and type(args[0]) is _RT:  # f"{t}", repr(t): as without us
                     args = (args[0].as_subclass(_Tensor), *args[1:])
                 return func(*args, **kwargs)
-        if func is TENSOR_ITER:  # ``for row in x``: the rows are recorded, as unbind's results
-            return iter(self._op(_Tensor.unbind, (args[0], 0), {}))
+        if func in SPECIAL:  # ``for row in x``, ``torch.cond``: as what they stand for (control.py)
+            return SPECIAL[func](self, func, args, kwargs)
         if func in FACTORIES and not (
             func in DEVICE_FACTORIES and args and isinstance(args[0], _Tensor)
         ):  # torch.as_tensor(t) of a tensor is an op on t, not a new source
@@ -117,7 +117,8 @@ class OpRecorder(FuncTransforms):
     def _after_foreign_mutation(self, t: torch.Tensor, node: TensorNode) -> TensorNode:
         """``t`` changed through another view: a new version produced by the op that did it."""
         hit = self.mutations.get(storage_key(t, self.writes is not None)[0])
-        if hit is None:  # mutated where we could not see (inside an opaque module): keep the node
+        if hit is None:  # changed where torch does not call us (Tensor.set_): said (control.py)
+            self.graph.warn(unseen_change(self.scope().path), node.id)
             return node
         fn = self.graph.nodes[hit[1]]
         scope = self.graph.module(fn.parent) if fn.parent is not None else self.scope()

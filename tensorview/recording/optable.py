@@ -115,6 +115,7 @@ _QUERY_METHODS = (
 #: the same queries as torch functions (``torch.is_floating_point(x)``, as nn.MultiheadAttention
 #: asks): a bool or a number, no tensor
 _QUERY_FUNCTIONS = (
+    "_has_compatible_shallow_copy_type",
     "is_floating_point",
     "is_complex",
     "is_conj",

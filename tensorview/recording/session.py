@@ -24,6 +24,7 @@ from torch.overrides import TorchFunctionMode
 
 from .boundary import RootBoundary
 from .compiled import unwrap
+from .fxscope import GRAPH_MODULE, interpreted, scoped
 from .state import Settings
 
 
@@ -60,6 +61,8 @@ class Session(RootBoundary):
             # forward would call ``m`` through a method bound before our patch), and gets the
             # wrapper's path; hooks registered on the wrapper itself do not run
             return self.call_module(call, unwrap(module), args, kwargs)
+        if isinstance(module, GRAPH_MODULE) and scoped(module):  # hierarchy from fx (fxscope.py)
+            call = interpreted(self, call)
         if not self.stack:
             if module is not self.model or self.done:
                 return call(module, *args, **kwargs)

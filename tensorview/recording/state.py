@@ -15,6 +15,7 @@ from torch import nn
 
 from ..graph import FunctionNode, ModuleNode, Node, NodeFactory, Shape, TensorNode
 from .compiled import optimized_module_type, unwrap
+from .convert import Undo
 from .copies import stand_ins
 from .inference import InferenceWrites
 from .keep import KeptParameters
@@ -81,6 +82,8 @@ class Settings:
 
 
 class SessionState:
+    _mode: Any  # the session's TorchFunctionMode (session.py)
+
     def __init__(self, model: nn.Module, settings: Settings) -> None:
         device, meta_replay, probes = settings.device, settings.meta_replay, settings.probes
         #: where ``model`` is a copy draw_graph made: ``id(module of the caller's model) ->
@@ -127,6 +130,8 @@ class SessionState:
         self.kept = KeptParameters(self.param_names, self.data_links) if settings.keep_parameters else None
         #: the modules not in the model's tree that were named while recording (calls.py)
         self.found_modules: list[nn.Module] = []
+        #: module conversions inside forward, undone at the end with keep_parameters (convert.py)
+        self.undo = Undo() if settings.keep_parameters else None
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
         # (parameters, buffers, constants, foreign subclasses); the strong reference keeps
         # the id valid for the session's life only
