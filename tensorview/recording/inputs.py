@@ -16,7 +16,7 @@ from torch import nn
 
 from ..errors import InvalidInputError, InvalidTypeError, RecordingError, add_hint, describe
 from .tree import map_tensors
-from .values import remember
+from .values import keep_values
 
 #: the largest size of one dimension torch can hold
 MAX_DIM = 2**63 - 1
@@ -97,7 +97,7 @@ def to_device(value: Any, device: torch.device | None, what: str) -> Any:
                 f"moved to {device} (the recording device); pass device='meta' to record on "
                 f"meta (your model is copied there, not moved), or give inputs with data"
             )
-        return remember(t.to(device), t)  # on meta, small tensors keep their values (values.py)
+        return keep_values(t.to(device), t)  # on meta, small tensors keep their values (values.py)
 
     return map_tensors(value, move)
 

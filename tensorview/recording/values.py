@@ -5,7 +5,7 @@ tensors to meta, where they hold no values; but a forward may ask for values: Hu
 mask helpers ask ``attention_mask.all()`` to skip the mask, which fails on meta
 ("Tensor.item() cannot be called on meta tensors").  The values are known, though: the
 caller gave them.  So each small input moved to meta keeps its CPU values
-(``remember``); an op whose tensor arguments all have values is also run on those values
+(``keep_values``); an op whose tensor arguments all have values is also run on those values
 on the CPU (``follow``: masks, positions, token ids sliced and compared), and a value
 query on such a tensor (``bool()``, ``.item()``, ``.tolist()``) is answered from them
 (``answer``).  Tensors computed from parameters, or from anything without values, have
@@ -43,7 +43,7 @@ class _NoValue(Exception):
     pass
 
 
-def remember(moved: torch.Tensor, data: torch.Tensor) -> torch.Tensor:
+def keep_values(moved: torch.Tensor, data: torch.Tensor) -> torch.Tensor:
     """``moved`` (a tensor put on meta for the recording) stands for ``data`` (the caller's,
     with values): keep them when small.  Returns ``moved``."""
     if (
@@ -131,4 +131,4 @@ def _keep(out: torch.Tensor, v: Any) -> None:
         out._tv_val = v  # type: ignore[attr-defined]
 
 
-__all__ = ["LIMIT", "VALUE_QUERIES", "answer", "follow", "remember", "value_of"]
+__all__ = ["LIMIT", "VALUE_QUERIES", "answer", "follow", "keep_values", "value_of"]
