@@ -8,7 +8,8 @@ caller gave them.  So each small input moved to meta keeps its CPU values
 (``keep_values``); an op whose tensor arguments all have values is also run on those values
 on the CPU (``follow``: masks, positions, token ids sliced and compared), and a value
 query on such a tensor (``bool()``, ``.item()``, ``.tolist()``) is answered from them
-(``answer``).  Tensors computed from parameters, or from anything without values, have
+(``answer``).  Values are computed outside any dispatch mode (the cost probe's FLOP
+counter does not count them).  Tensors computed from parameters, or from anything without values, have
 none, so a query on them fails as before (with the hint to record on the CPU or with
 ``device="fake"``).  Ops with randomness are never run on values (they would move the
 CPU's random state), nor results over ``LIMIT`` elements kept.
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes as _no_modes
 
 from .names import clean_name
 from .optable import QUERIES
@@ -65,7 +67,7 @@ def value_of(t: Any) -> torch.Tensor | None:
 def answer(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Value query ``func`` on ``args[0]``, a tensor with values (``value_of``), answered
     from them."""
-    with _Disable():
+    with _Disable(), _no_modes():
         return func(value_of(args[0]), *args[1:], **kwargs)
 
 
@@ -104,7 +106,8 @@ def follow(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -
                         del a.__dict__["_tv_val"]
             return out
         try:
-            vout = func(*vargs, **vkwargs)
+            with _no_modes():  # outside the cost probe's counters: not the model's work
+                vout = func(*vargs, **vkwargs)
         except Exception:  # noqa: BLE001 - the values are a help, never a new failure
             return out
         if isinstance(out, _Tensor):
