@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import _disable_current_modes as _no_modes
 
 from .names import clean_name
 from .optable import QUERIES
+from .tensor import RecorderTensor
 
 _Tensor = torch.Tensor
 _Disable = torch._C.DisableTorchFunction
@@ -130,7 +131,8 @@ def _small(out: Any) -> bool:
 
 
 def _keep(out: torch.Tensor, v: Any) -> None:
-    if isinstance(v, _Tensor) and v.device.type == "cpu" and v.shape == out.shape and v.numel() <= LIMIT:
+    """``out`` (one of ours: never a tensor of the caller's) has the values ``v``."""
+    if type(out) is RecorderTensor and isinstance(v, _Tensor) and v.device.type == "cpu" and v.shape == out.shape and v.numel() <= LIMIT:
         out._tv_val = v  # type: ignore[attr-defined]
 
 
