@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-import graphviz
 import torch
 from torch import nn
 
@@ -20,16 +18,14 @@ from .cost.layers import STATS, ActivationBytes, check_stats
 from .cost.probe import CostProbe
 from .cost.summary import TRAIN_MODE_HINT, Summary, check_options
 from .drawing import ComputationGraph
-from .errors import InvalidInputError, InvalidTypeError, RecordingError, add_hint
-from .graph import Graph, ViewOptions, ir_of
+from .errors import InvalidTypeError, RecordingError, add_hint
+from .graph import Graph, ViewOptions
 from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
 from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
 from .recording.placement import as_device, model_device, placed
-from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
-from .render.style import styler_class
-from .transform import build_view
+from .render import RenderOptions, styler_for
 
 
 class Recorder(BaseRecorder[ComputationGraph]):
@@ -247,54 +243,3 @@ def summary(
             add_hint(e, TRAIN_MODE_HINT)
         raise
     return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
-
-
-def record(
-    model: nn.Module, name: str = "model", input_shapes: Any = None, input_data: Any = None, **options: Any
-) -> ComputationGraph:
-    """Record ``model`` without rendering (torchrecorder's ``record``); returns the graph.
-
-    ``input_shapes`` is a shape or a list of shapes; ``input_data`` real inputs.
-    Extra keyword arguments are view options (``depth``, ``show_params``...)."""
-    options.setdefault("depth", 256)
-    return draw_graph(model, input_data=input_data, input_size=input_shapes, graph_name=name, **options)
-
-
-def make_dot(
-    graph: ComputationGraph | Graph,
-    render_depth: int = 256,
-    styler_cls: type[GraphvizStyler] | None = None,
-    **styler_args: Any,
-) -> graphviz.Digraph:
-    """A ``graphviz.Digraph`` of a recorded graph (a ``ComputationGraph`` or an IR
-    ``Graph``), opened down to ``render_depth`` (the view depth) with a dashed box around
-    each opened module, styled by ``styler_cls(**styler_args)`` (torchrecorder)."""
-    ir = ir_of(graph, "make_dot")
-    styler_cls = styler_class(styler_cls)
-    base = graph.options if isinstance(graph, ComputationGraph) else ViewOptions()
-    render_options = graph.render_options if isinstance(graph, ComputationGraph) else RenderOptions()
-    options = base.replace(depth=render_depth, expand_nested=True)
-    styler = (styler_cls or GraphvizStyler)(**styler_args)
-    return DotRenderer(styler).digraph(build_view(ir, options), render_options)
-
-
-def render_network(
-    model: nn.Module,
-    name: str,
-    input_shapes: Any,
-    directory: str,
-    filename: str | None = None,
-    fmt: str = "svg",
-    input_data: Any = None,
-    render_depth: int = 1,
-    **styler_args: Any,
-) -> str:
-    """One call from model to image file (torchrecorder's ``render_network``); returns the path."""
-    if not isinstance(fmt, str) or not fmt:
-        raise InvalidInputError(f"bad fmt {fmt!r}: expected a format name such as 'svg', 'png', 'pdf'")
-    graph = record(model, name, input_shapes if input_data is None else None, input_data)
-    dot = make_dot(graph, render_depth=render_depth, **styler_args)
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, (filename or name) + "." + fmt)
-    render_digraph(dot, path, fmt)
-    return path
