@@ -2,7 +2,7 @@
 
     python tools/torchview_suite.py /path/to/torchview            # tensorview as `torchview`
     python tools/torchview_suite.py /path/to/torchview --reference # torchview itself (checks the comparison)
-    python tools/torchview_suite.py /path/to/torchview --options "dict(fold=False)"  # torchview's picture
+    python tools/torchview_suite.py /path/to/torchview --options '{"fold": false}'  # torchview's picture
 
 ``/path/to/torchview`` is a checkout of https://github.com/mert-kurttutan/torchview (its
 ``tests/`` and ``src/``); nothing of it is copied into this repository.  The tests are
@@ -42,6 +42,7 @@ HERE = Path(__file__).resolve().parent.parent
 
 SHIM = '''"""`import torchview` for torchview's test suite: tensorview under torchview's names."""
 import functools
+import json
 import os
 
 try:
@@ -50,7 +51,7 @@ try:
 except ImportError:  # a tensorview without the compatibility layer
     from tensorview import ComputationGraph, draw_graph  # noqa: F401
 if os.environ.get("TV_SUITE_OPTIONS"):  # --options: tensorview options for every draw_graph
-    draw_graph = functools.partial(draw_graph, **eval(os.environ["TV_SUITE_OPTIONS"]))
+    draw_graph = functools.partial(draw_graph, **json.loads(os.environ["TV_SUITE_OPTIONS"]))
 '''
 SUBMODULE = """try:
     from tensorview.torchview import *  # noqa: F401,F403
@@ -309,7 +310,7 @@ def main() -> None:
     parser.add_argument("--reference", action="store_true", help="run torchview itself")
     parser.add_argument("--json", type=Path, help="write {test: outcome} here")
     parser.add_argument(
-        "--options", default="", help="tensorview options for every draw_graph, e.g. 'dict(fold=False)'"
+        "--options", default="", help='tensorview options for every draw_graph, as JSON: {"fold": false}'
     )
     parser.add_argument("--site", type=Path, action="append", default=[], help="a folder put on the path (torchvision)")
     args, rest = parser.parse_known_args()
