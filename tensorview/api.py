@@ -112,18 +112,22 @@ def draw_graph(
     ``InvalidInputError`` unless ``forward`` declares it).  Tensors are moved to ``device``
     (default: the model's).  ``device="meta"`` records models of any size without memory
     (a meta copy runs; the caller's model is never moved or modified); ``device="fake"``
-    records with ``FakeTensorMode`` where the forward needs values meta lacks (``nonzero``,
-    ``.item()``: symbolic sizes such as ``u0``).  ``mode`` is ``"eval"`` (``None``),
+    records with ``FakeTensorMode`` (no memory either) where the forward needs values meta
+    lacks: ``nonzero`` and masks get symbolic sizes (``u0``), ``.item()`` a symbolic
+    number, and Hugging Face mask helpers take their tracing path.  ``mode`` is ``"eval"`` (``None``),
     ``"train"`` or ``"same"``; a mode other than the model's runs on a copy of the module
     tree sharing the parameters, so the caller's flags and buffers never change.
     ``strict``: tensorview always draws one edge per pair (``×2`` on it), torchview's
     ``strict=True`` picture; ``collect_attributes``: node objects get ``attributes``.
     ``save_graph`` writes ``<directory>/<filename>`` (DOT, default ``<graph_name>.gv``) and
     ``<filename>.png``.  Beyond torchview: ``show_params``, ``fold``/``open_folds``
-    (repeated blocks as one ``×N`` box), ``style`` (``"paper"``, ``"dark"``, ``"default"``),
-    ``stats=("params", "flops")`` (costs on the nodes, ``tensorview.cost.STATS``) and
-    ``source`` (record the line of your code behind each op, recording/source.py).  Change
-    the view later with ``graph.view(...)``.
+    (repeated blocks as one ``×N`` box), ``style`` (a named look: ``"paper"`` for figures,
+    serif, grayscale-safe, thin lines; ``"dark"`` for dark notebooks; ``"default"``),
+    ``stats=("params", "flops")`` (``tensorview.cost.STATS``: costs recorded with grad
+    enabled and shown on the nodes) and ``source`` (record where in your code each op and
+    module call was made: the annotation layer ``"source"``, ``"file.py:123"``, shown by
+    the HTML viewer; a few microseconds per op, recording/source.py).  Change the view
+    later with ``graph.view(...)``.
 
     A ``torch.export.ExportedProgram`` or a ``torch.fx.GraphModule`` is drawn from its
     graph, nothing runs: inputs are optional, checked against its input specs (see
