@@ -1,0 +1,75 @@
+"""Facts the summary table reads from the model's modules themselves, not from the
+recording: kernel size, groups and the parameters a module holds directly (torchinfo's
+``kernel_size``/``groups`` columns and ``verbose=2`` rows), and the parameter rows of a
+model summarised without a forward pass (``tv.summary(model)``).
+
+Read on the caller's model (never changed) by module path; a module registered under
+two names has facts under both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from torch import nn
+
+from ..graph import Shape
+from .params import module_params
+
+__all__ = ["ModuleFacts", "ParamFacts", "module_facts", "static_calls"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamFacts:
+    """One parameter a module holds directly (its attribute name)."""
+
+    name: str
+    shape: Shape
+    numel: int
+    trainable: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleFacts:
+    """``kernel_size`` (an int or a tuple), ``groups`` (None where the module has none)
+    and ``params`` (held directly, in registration order)."""
+
+    kernel_size: Any
+    groups: int | None
+    params: tuple[ParamFacts, ...]
+
+
+def _kernel(module: nn.Module) -> Any:
+    k = getattr(module, "kernel_size", None)
+    if isinstance(k, int) and not isinstance(k, bool):
+        return k
+    if isinstance(k, (tuple, list)) and all(isinstance(d, int) for d in k):
+        return tuple(k)
+    return None
+
+
+def module_facts(model: nn.Module) -> dict[str, ModuleFacts]:
+    """Facts of every module of ``model`` by path (every name of a shared module)."""
+    out: dict[str, ModuleFacts] = {}
+    for path, m in model.named_modules(remove_duplicate=False):
+        if path in out:
+            continue
+        groups = getattr(m, "groups", None)
+        params = tuple(
+            ParamFacts(name, tuple(p.shape), p.numel(), p.requires_grad)
+            for name, p in m._parameters.items()
+            if p is not None and not isinstance(p, nn.parameter.UninitializedParameter)
+        )
+        out[path] = ModuleFacts(
+            _kernel(m), groups if isinstance(groups, int) and not isinstance(groups, bool) else None, params
+        )
+    return out
+
+
+def static_calls(model: nn.Module) -> list[tuple[str, str, int, Any]]:
+    """``(path, class name, depth, ModuleParams)`` of every module of ``model`` once, in
+    registration order, as if each were called once (the parameter table)."""
+    mods = list(model.named_modules())
+    params = module_params(model, mods)
+    return [(path, type(m).__name__, path.count(".") + 1 if path else 0, p) for (path, m), p in zip(mods, params)]

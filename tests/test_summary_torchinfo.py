@@ -1,0 +1,245 @@
+"""``tv.summary`` with torchinfo's arguments (issue 19 D): the parameter table without
+inputs, positional order, ``batch_dim``, ``col_names``, ``col_width``, ``row_settings``,
+``verbose``, torchinfo's result attributes, folding of repeated blocks in the table and
+uncounted FLOPs shown as uncounted.  torchinfo itself is the comparison peer."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torchinfo
+from torch import nn
+
+import tensorview as tv
+from tensorview.errors import InvalidInputError
+
+from .fixtures import cost_models as cm
+
+
+def _lines(table: str) -> list[str]:
+    """The module rows of a table (between the rule under the header and the blank line)."""
+    lines = table.splitlines()
+    return lines[2 : lines.index("")]
+
+
+def _row(table: str, name: str) -> list[str]:
+    """The cells of the row whose first cell is ``name`` (split at two spaces or more)."""
+    for line in _lines(table):
+        cells = re.split(r"\s{2,}", line.strip())
+        if cells[0] == name:
+            return cells
+    raise AssertionError(f"no row {name!r} in\n{table}")
+
+
+class Stack(nn.Module):
+    """Eight identical blocks, each fed by the one before, then a head."""
+
+    def __init__(self, n: int = 8) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Sequential(nn.Linear(16, 16), nn.ReLU()) for _ in range(n))
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(x)
+
+
+class Tied(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 6)
+        self.out = nn.Linear(6, 10, bias=False)
+        self.out.weight = self.emb.weight
+        self.frozen = nn.Linear(6, 6)
+        self.frozen.requires_grad_(False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.out(self.frozen(self.emb(ids)))
+
+
+def test_without_inputs_it_is_the_parameter_table() -> None:
+    model = Tied()
+    s = tv.summary(model, verbose=0)
+    assert [r.path for r in s.rows] == ["", "emb", "out", "frozen"]  # every module, no forward
+    assert s.total_params == sum(p.numel() for p in model.parameters()) == 60 + 42
+    assert (s.trainable_params, s.frozen_params) == (60, 42)
+    rows = {r.path: r for r in s.rows}
+    assert rows["out"].shared_with == ("emb",) and rows["frozen"].trainable_params == 0
+    table = str(s)
+    assert _lines(table)[0].split() == ["model", "Tied", "102", "Partial"]
+    assert _row(table, "out")[2:] == ["60 *", "True"]
+    assert _row(table, "frozen")[2:] == ["42", "False"]
+    assert "parameters shared between modules (counted once): emb ↔ out" in table
+    assert "No forward ran" in table and "FLOPs (forward)" not in table
+    assert s.to_dict()["totals"]["flops"] is None and not s.forward
+    with pytest.raises(InvalidInputError, match="output_size.*need a forward pass"):
+        tv.summary(model, col_names=["output_size"], verbose=0)
+
+
+def test_torchinfo_positional_order_and_batch_dim() -> None:
+    model = cm.CNN()
+    # summary(model, input_size, input_data, batch_dim, cache_forward_pass, col_names, col_width, depth, ...)
+    s = tv.summary(model, (3, 16, 16), None, 0, None, ["input_size", "output_size"], 30, 1, verbose=0)
+    assert s.rows[0].input_shapes == ((1, 3, 16, 16),)
+    assert [c for c in s.options.columns] == ["input_size", "output_size"] and s.options.col_width == 30
+    header = str(s).splitlines()[0]
+    assert re.split(r"\s{2,}", header) == ["Module", "Class", "Input shape", "Output shape"]
+    assert header.index("Output shape") - header.index("Input shape") == 32  # a column 30 wide, then 2 spaces
+    assert max(r.depth for r in s.rows if r.path in str(s)) <= 1
+    s = tv.summary(cm.MLP(), [(4, 16)], batch_dim=-2, verbose=0)
+    assert s.rows[0].input_shapes == ((4, 1, 16),)
+    with pytest.raises(InvalidInputError, match="batch_dim 5 is out of range"):
+        tv.summary(model, (3, 16, 16), batch_dim=5, verbose=0)
+
+
+def test_columns_have_torchinfo_names_and_macs_sit_beside_flops() -> None:
+    model = cm.CNN()
+    cols = ["input_size", "output_size", "num_params", "params_percent", "kernel_size", "mult_adds", "trainable"]
+    s = tv.summary(model, input_size=(2, 3, 16, 16), col_names=cols, verbose=0)
+    table = str(s)
+    header = re.split(r"\s{2,}", table.splitlines()[0])
+    assert header == [
+        "Module",
+        "Class",
+        "Input shape",
+        "Output shape",
+        "Params",
+        "Params %",
+        "Kernel shape",
+        "MACs",
+        "FLOPs",
+        "Trainable",
+    ]
+    conv1 = _row(table, "conv1")
+    assert conv1[2:5] == ["(2, 3, 16, 16)", "(2, 8, 16, 16)", "224"]
+    assert conv1[5] == f"{100 * 224 / s.total_params:.2f}%" and conv1[6] == "[3, 3]"
+    flops = {r.path: r.flops for r in s.rows}["conv1"]
+    assert flops == 2 * 2 * 8 * 16 * 16 * 3 * 3 * 3
+    assert conv1[7:10] == [tv.cost.fmt_flops(flops // 2, "MACs"), tv.cost.fmt_flops(flops), "True"]
+    assert s.total_mult_adds == s.total_flops // 2
+    with pytest.raises(InvalidInputError, match=r"unknown col_name: 'params'.*'num_params'"):
+        tv.summary(model, input_size=(2, 3, 16, 16), col_names=["params"], verbose=0)
+    with pytest.raises(InvalidInputError, match="col_width must be an int > 0"):
+        tv.summary(model, input_size=(2, 3, 16, 16), col_width=0, verbose=0)
+
+
+def test_uncounted_ops_are_not_zero_flops() -> None:
+    """BatchNorm, ReLU and pooling have no FLOP formula in torch: their rows say so (—),
+    while a module that does no arithmetic (Dropout in eval, Embedding) costs 0."""
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bn = nn.BatchNorm1d(4)
+            self.act = nn.ReLU()
+            self.pool = nn.MaxPool1d(2)
+            self.drop = nn.Dropout()
+            self.fc = nn.Linear(2, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(self.drop(self.pool(self.act(self.bn(x)))))
+
+    s = tv.summary(Net(), input_size=(3, 4, 4), mode="eval", col_names=["mult_adds"], verbose=0)
+    table = str(s)
+    for name in ("bn", "act", "pool"):
+        assert _row(table, name)[2:] == ["—", "—"], name
+        assert {r.path: r for r in s.rows}[name].uncounted > 0
+    assert _row(table, "drop")[2:] == ["0 MACs", "0 FLOPs"]
+    assert _row(table, "fc")[2:] == ["48 MACs", "96 FLOPs"]  # (3, 4, 2) x (2, 2)
+
+
+def test_repeated_blocks_fold_in_the_table_as_in_the_graph() -> None:
+    s = tv.summary(Stack(), input_size=(2, 16), verbose=0)
+    names = [line.strip().split("  ")[0] for line in _lines(str(s))]
+    assert names == ["model", "layers.0–7 ×8", "0", "1", "head"]  # one row per block, its inner rows once
+    assert _row(str(s), "layers.0–7 ×8")[2:4] == ["(2, 16)", "272"]  # the numbers of one call
+    assert "5 of 26 module calls shown" in str(s) and "table(fold=False)" in str(s)
+    every = [line.strip().split("  ")[0] for line in _lines(s.table(fold=False))]
+    assert every[:4] == ["model", "layers.0", "0", "1"] and len(every) == 26
+    listed = tv.summary(Stack(), input_size=(2, 16), fold=False, verbose=0)
+    assert len(_lines(str(listed))) == 26
+    # the graph folds the same run
+    graph = tv.draw_graph(Stack(), input_size=(2, 16), fold=True, source=False)
+    assert "×8" in graph.source
+
+
+def test_row_settings() -> None:
+    model = cm.TwiceUsed()
+    s = tv.summary(model, input_size=(2, 4), row_settings=("depth", "var_names"), verbose=0)
+    table = str(s)
+    assert _row(table, "fc")[1] == "Linear: 1-1" and _row(table, "fc #2")[1] == "Linear: 1-2"
+    hidden = str(tv.summary(model, input_size=(2, 4), row_settings=["hide_recursive_layers"], verbose=0))
+    assert [line.split()[0] for line in _lines(hidden)] == ["model", "fc", "head"]  # the second fc call hidden
+    ascii_only = tv.summary(Stack(), input_size=(2, 16), row_settings=["ascii_only"], verbose=2)
+    text = str(ascii_only)
+    assert text.isascii() and "layers.0-7 x8" in text and "'-weight" in text
+    with pytest.raises(InvalidInputError, match=r"unknown row_setting: 'vars'"):
+        tv.summary(model, input_size=(2, 4), row_settings=["vars"], verbose=0)
+
+
+def test_verbose(capsys: pytest.CaptureFixture[str]) -> None:
+    model = cm.MLP()
+    s = tv.summary(model, input_size=(2, 16), verbose=0)
+    assert capsys.readouterr().out == ""
+    s = tv.summary(model, input_size=(2, 16), verbose=1)
+    assert capsys.readouterr().out == str(s) + "\n" and "weight" not in str(s)
+    s = tv.summary(model, input_size=(2, 16), verbose=2, col_names=["output_size", "num_params", "trainable"])
+    printed = capsys.readouterr().out
+    assert printed == str(s) + "\n"
+    assert _row(printed, "└─weight") == ["└─weight", "Parameter", "(32, 16)", "512", "True"]
+    assert _row(printed, "└─bias")[2:] == ["(32)", "32", "True"]
+    s = tv.summary(model, input_size=(2, 16))  # torchinfo's default outside a REPL: print
+    assert capsys.readouterr().out == str(s) + "\n"
+    with pytest.raises(InvalidInputError, match="verbose must be 0"):
+        tv.summary(model, input_size=(2, 16), verbose=3)
+
+
+def test_torchinfo_options_never_reach_forward() -> None:
+    seen: list[str] = []
+
+    class Kwargs(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor, **kwargs: object) -> torch.Tensor:
+            seen.extend(kwargs)
+            return self.fc(x)
+
+    model = Kwargs()
+    s = tv.summary(
+        model,
+        input_size=(2, 4),
+        verbose=0,
+        col_names=["num_params"],
+        row_settings=["depth"],
+        col_width=20,
+        batch_dim=None,
+        cache_forward_pass=False,
+        device="cpu",
+    )
+    assert seen == [] and s.total_params == 20
+    tv.summary(model, input_size=(2, 4), verbose=0, scale=2, device="cpu")
+    assert seen == ["scale"]  # a keyword forward takes is still passed on
+
+
+def test_totals_equal_torchinfo() -> None:
+    model = cm.CNN().eval()
+    x = torch.randn(2, 3, 16, 16)
+    theirs = torchinfo.summary(model, input_data=x, verbose=0, col_names=["output_size", "num_params", "mult_adds"])
+    ours = tv.summary(model, input_data=x, mode="same", device="cpu", verbose=0)
+    assert (ours.total_params, ours.trainable_params) == (theirs.total_params, theirs.trainable_params)
+    # torchinfo 1.8 leaves out the bytes of conv2, whose weights run through F.conv2d
+    assert ours.total_param_bytes == 4 * ours.total_params == theirs.total_param_bytes + 4 * (16 * 8 * 9 + 16)
+    rows = {r.path: r for r in ours.summary_list}
+    theirs_rows = {layer.var_name: layer for layer in theirs.summary_list}
+    # torch's formula counts the products; torchinfo adds one per output element for the bias
+    assert rows["conv1"].macs == theirs_rows["conv1"].macs - 2 * 8 * 16 * 16 == 2 * 8 * 16 * 16 * 3 * 3 * 3
+    assert ours.total_mult_adds == ours.total_flops // 2  # every op with a formula: F.conv2d too
+    assert ours.total_mult_adds > theirs.total_mult_adds
+    assert ours.total_output_bytes == theirs.total_output_bytes
+    assert len(ours.summary_list) == len(theirs.summary_list) == 4 and ours.summary_list[1].class_name == "Conv2d"
+    assert ours.summary_list[1].output_size == [2, 8, 16, 16] and ours.summary_list[1].num_params == 224
