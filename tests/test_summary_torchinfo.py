@@ -6,6 +6,7 @@ uncounted FLOPs shown as uncounted.  torchinfo itself is the comparison peer."""
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -243,3 +244,62 @@ def test_totals_equal_torchinfo() -> None:
     assert ours.total_output_bytes == theirs.total_output_bytes
     assert len(ours.summary_list) == len(theirs.summary_list) == 4 and ours.summary_list[1].class_name == "Conv2d"
     assert ours.summary_list[1].output_size == [2, 8, 16, 16] and ours.summary_list[1].num_params == 224
+
+
+def test_a_decoder_table_has_one_row_per_kind_of_layer_however_many_layers() -> None:
+    import transformers
+
+    tables = []
+    for n in (3, 12):
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(cm.tiny_llama_config(num_hidden_layers=n))
+        s = tv.summary(model, input_size=(1, 8), dtypes=[torch.long], verbose=0)
+        assert len(s.rows) > 10 * n  # every call is still in .rows
+        tables.append(_lines(str(s)))
+    assert len(tables[0]) == len(tables[1]) == 11
+    assert any(line.strip().startswith("layers.0–11 ×12 ") for line in tables[1])
+
+
+class LazyNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.LazyLinear(8)
+        self.bn = nn.LazyBatchNorm1d()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(self.fc(x))
+
+
+def test_lazy_modules_are_materialised_on_a_copy_on_the_cpu_and_refused_on_meta() -> None:
+    model = LazyNet()
+    s = tv.summary(model, input_size=(4, 5), device="cpu", verbose=0)
+    assert s.total_params == 5 * 8 + 8 + 2 * 8
+    assert {r.path: r.flops for r in s.rows}["fc"] == 2 * 4 * 5 * 8
+    assert nn.parameter.is_lazy(model.fc.weight) and isinstance(model.fc, nn.LazyLinear)  # the caller's stays lazy
+    with pytest.raises(InvalidInputError, match=r"lazy modules \(fc, bn\).*pass device='cpu'"):
+        tv.summary(model, input_size=(4, 5), verbose=0)  # meta, the default
+    with pytest.raises(InvalidInputError, match="lazy modules.*pass input_size or input_data"):
+        tv.summary(model, verbose=0)
+
+
+def test_a_failing_cost_probe_start_shows_its_own_error() -> None:
+    """The cost probe failed to start on lazy parameters, and stopping the modes it had
+    not entered raised ``IndexError: pop from an empty deque`` in its place."""
+    probe = tv.cost.CostProbe()
+    root = SimpleNamespace(id=0, path="", end=-1)
+    with torch.enable_grad(), pytest.raises(ValueError, match="uninitialized parameter"):
+        probe.start(root, nn.LazyLinear(3))  # type: ignore[arg-type]
+    probe.stop()  # the recorder's finally: nothing to leave, no IndexError
+    assert probe.record is None
+    probe.start(root, nn.Linear(2, 3))  # type: ignore[arg-type]
+    probe.stop()
+    assert probe.record is not None and probe.record.totals.total_params == 9
+
+
+def test_a_scripted_module_runs_on_the_cpu_and_says_what_to_do_on_meta() -> None:
+    with pytest.warns(DeprecationWarning, match="torch.jit.script"):
+        scripted = torch.jit.script(cm.MLP())
+    s = tv.summary(scripted, input_size=(2, 16), device="cpu", verbose=0)
+    assert s.total_params == 16 * 32 + 32 + 32 * 8 + 8 and s.total_flops == 2 * 2 * (16 * 32 + 32 * 8)
+    with pytest.raises(InvalidInputError, match="TorchScript module.*pass device='cpu'"):
+        tv.summary(scripted, input_size=(2, 16), verbose=0)

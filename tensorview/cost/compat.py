@@ -5,12 +5,81 @@ docs/migrating-torchinfo.md lists every argument and its meaning here.
 
 from __future__ import annotations
 
+import copy
 import sys
 from typing import Any
 
-from ..errors import InvalidInputError, InvalidTypeError
+import torch
+from torch import nn
+from torch.nn.parameter import is_lazy
 
-__all__ = ["check_cache", "default_verbose", "with_batch_dim"]
+from ..errors import InvalidInputError, InvalidTypeError
+from ..recording.fake import is_fake
+from ..recording.inputs import make_inputs, to_device
+from ..recording.placement import as_device, model_device
+
+__all__ = ["check_cache", "default_verbose", "materialised", "with_batch_dim"]
+
+
+def _lazy(model: nn.Module) -> list[str]:
+    return [
+        p or "(root)"
+        for p, m in model.named_modules()
+        if any(is_lazy(t) for t in (*m._parameters.values(), *m._buffers.values()) if t is not None)
+    ]
+
+
+def _fresh(t: torch.Tensor) -> Any:
+    """A new uninitialised parameter or buffer like ``t``."""
+    make: Any = type(t)
+    return make(requires_grad=t.requires_grad, device=t.device, dtype=t.dtype)
+
+
+def materialised(model: nn.Module, inputs: tuple[Any, Any, Any, dict[str, Any]] | None, device: Any) -> nn.Module:
+    """``model``, or where it has lazy modules (``nn.LazyLinear``: parameters without a
+    shape until the first forward) a copy materialised by one forward on ``device`` (the
+    caller's model stays lazy).  ``inputs``: ``(input_size, input_data, dtypes,
+    forward_kwargs)``, None for the parameter table.  On meta, and without inputs, lazy
+    modules are an error saying what to do; so is a TorchScript module on meta (its
+    compiled code cannot be moved there)."""
+    fake = is_fake(device)
+    dev = None if fake else as_device(device)
+    on_meta = fake or (dev if dev is not None else model_device(model)).type == "meta"
+    if on_meta and any(isinstance(m, torch.jit.ScriptModule) for m in model.modules()):
+        raise InvalidInputError(
+            f"{type(model).__name__} is (or holds) a TorchScript module, whose compiled code cannot be moved "
+            "to the meta device: pass device='cpu' (or the model's device) to record it there, or summarise "
+            "the Python module before torch.jit.script"
+        )
+    lazy = _lazy(model)
+    if not lazy:
+        return model
+    where = f"{type(model).__name__} has lazy modules ({', '.join(lazy[:3])}{', ...' if len(lazy) > 3 else ''})"
+    if inputs is None:
+        raise InvalidInputError(
+            f"{where} whose parameters have no shape until a first forward: pass input_size or input_data"
+        )
+    if on_meta:
+        raise InvalidInputError(
+            f"{where} whose parameters get their shapes from a first forward, which cannot run on "
+            "the meta device (it has no values to initialise them with): pass device='cpu', where "
+            "tv.summary materialises a copy by one forward (your model stays lazy), or run model(x) once first"
+        )
+    # an uninitialised buffer cannot be deep-copied: each copy gets a fresh one
+    memo: dict[int, Any] = {
+        id(t): _fresh(t)
+        for m in model.modules()
+        for t in (*m._parameters.values(), *m._buffers.values())
+        if t is not None and is_lazy(t)
+    }
+    clone = copy.deepcopy(model, memo)
+    input_size, input_data, dtypes, forward_kwargs = inputs
+    target = dev if dev is not None else model_device(model)
+    args, kwargs = make_inputs(input_size, input_data, dtypes, target)
+    kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
+    with torch.no_grad():
+        clone(*args, **kwargs)
+    return clone
 
 
 def default_verbose(verbose: Any) -> Any:

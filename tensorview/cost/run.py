@@ -11,7 +11,7 @@ from torch import nn
 
 from ..errors import InvalidInputError, RecordingError, add_hint
 from .columns import table_options
-from .compat import check_cache, default_verbose, with_batch_dim
+from .compat import check_cache, default_verbose, materialised, with_batch_dim
 from .facts import module_facts
 from .layers import STATS
 from .summary import TRAIN_MODE_HINT, Summary, check_options
@@ -43,6 +43,8 @@ def summarize(
     forward = input_size is not None or input_data is not None
     options = table_options(col_names, col_width, row_settings, default_verbose(verbose), fold, forward=forward)
     kw: dict[str, Any] = {"depth": depth, "optimizer": optimizer, "state_dtype": state_dtype, "options": options}
+    inputs_ = (input_size, input_data, dtypes, forward_kwargs)
+    model = materialised(model, inputs_ if forward else None, device)
     if not forward:
         if forward_kwargs:
             raise InvalidInputError(
@@ -52,7 +54,7 @@ def summarize(
         s = Summary.of_model(model, **kw)
     else:
         try:
-            graph = record(model, (input_size, input_data, dtypes, forward_kwargs), device, mode, STATS, False)
+            graph = record(model, inputs_, device, mode, STATS, False)
         except RecordingError as e:
             if mode == "train" and not model.training and not e.hint:  # failed in a mode not asked for
                 add_hint(e, TRAIN_MODE_HINT)
