@@ -216,7 +216,7 @@ def summary(
     col_names: Sequence[str] | None = None,
     col_width: int | None = None,
     depth: int | None = 3,
-    device: Any = "meta",
+    device: Any = "auto",
     dtypes: Any = None,
     mode: str = "train",
     row_settings: Sequence[str] | None = None,

@@ -270,16 +270,19 @@ class LazyNet(nn.Module):
         return self.bn(self.fc(x))
 
 
-def test_lazy_modules_are_materialised_on_a_copy_on_the_cpu_and_refused_on_meta() -> None:
+def test_lazy_modules_are_materialised_on_a_copy_and_refused_on_meta() -> None:
     model = LazyNet()
-    s = tv.summary(model, input_size=(4, 5), device="cpu", verbose=0)
-    assert s.total_params == 5 * 8 + 8 + 2 * 8
-    assert {r.path: r.flops for r in s.rows}["fc"] == 2 * 4 * 5 * 8
-    assert nn.parameter.is_lazy(model.fc.weight) and isinstance(model.fc, nn.LazyLinear)  # the caller's stays lazy
+    for device in ("cpu", "auto"):  # auto: meta cannot materialise them, so the model's device
+        s = tv.summary(model, input_size=(4, 5), device=device, verbose=0)
+        assert s.total_params == 5 * 8 + 8 + 2 * 8
+        assert {r.path: r.flops for r in s.rows}["fc"] == 2 * 4 * 5 * 8
+        assert nn.parameter.is_lazy(model.fc.weight) and isinstance(model.fc, nn.LazyLinear)  # the caller's stays lazy
+    assert "lazy modules are materialised" in s.fallback and "Recorded on the model's device, not meta" in str(s)
     with pytest.raises(InvalidInputError, match=r"lazy modules \(fc, bn\).*pass device='cpu'"):
-        tv.summary(model, input_size=(4, 5), verbose=0)  # meta, the default
-    with pytest.raises(InvalidInputError, match="lazy modules.*pass input_size or input_data"):
-        tv.summary(model, verbose=0)
+        tv.summary(model, input_size=(4, 5), device="meta", verbose=0)
+    s = tv.summary(model, verbose=0)  # the parameter table: nothing to run, they count 0
+    assert s.total_params == 0 and s.uninitialised == 6  # fc: weight, bias; bn: weight, bias, running mean, var
+    assert "6 parameters or buffers of lazy modules are not initialised yet: counted as 0" in str(s)
 
 
 def test_a_failing_cost_probe_start_shows_its_own_error() -> None:
@@ -299,7 +302,64 @@ def test_a_failing_cost_probe_start_shows_its_own_error() -> None:
 def test_a_scripted_module_runs_on_the_cpu_and_says_what_to_do_on_meta() -> None:
     with pytest.warns(DeprecationWarning, match="torch.jit.script"):
         scripted = torch.jit.script(cm.MLP())
-    s = tv.summary(scripted, input_size=(2, 16), device="cpu", verbose=0)
-    assert s.total_params == 16 * 32 + 32 + 32 * 8 + 8 and s.total_flops == 2 * 2 * (16 * 32 + 32 * 8)
+    for device in ("cpu", "auto"):
+        s = tv.summary(scripted, input_size=(2, 16), device=device, verbose=0)
+        assert s.total_params == 16 * 32 + 32 + 32 * 8 + 8 and s.total_flops == 2 * 2 * (16 * 32 + 32 * 8)
+    assert s.fallback == "a TorchScript module cannot be moved to meta"
     with pytest.raises(InvalidInputError, match="TorchScript module.*pass device='cpu'"):
-        tv.summary(scripted, input_size=(2, 16), verbose=0)
+        tv.summary(scripted, input_size=(2, 16), device="meta", verbose=0)
+
+
+def test_auto_records_on_the_models_device_where_meta_cannot_run_the_forward() -> None:
+    class ReadsAValue(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x) * float(x.abs().max().item() > 0)
+
+    s = tv.summary(ReadsAValue(), input_size=(2, 4), verbose=0)
+    assert s.fallback.startswith("on meta, ") and ".item()" in s.fallback
+    assert s.total_flops == 2 * 2 * 4 * 4 and s.graph.graph.inputs  # recorded on the CPU
+    assert not tv.summary(cm.MLP(), input_size=(2, 16), verbose=0).fallback  # meta where it can
+    with pytest.raises(tv.RecordingError, match="cannot run on the meta device"):
+        tv.summary(ReadsAValue(), input_size=(2, 4), device="meta", verbose=0)
+
+
+def test_torchinfo_input_rules_and_error_classes() -> None:
+    model = cm.MLP()
+    x = torch.randn(3, 16)
+    assert tv.summary(model, input_data=x, verbose=0).input_size == torch.Size([3, 16])
+    assert tv.summary(model, input_data=[x], verbose=0).input_size == [torch.Size([3, 16])]
+    assert tv.summary(model, [(1, 16)], batch_dim=None, verbose=0).input_size == [(1, 16)]
+    assert tv.summary(model, (16,), batch_dim=0, verbose=0).input_size == [(16,)]  # as given, batch not added
+    # what torchinfo raises, a switching user's except still catches
+    with pytest.raises(RuntimeError, match="one of input_size or input_data, not both"):
+        tv.summary(model, (1, 16), x, verbose=0)
+    with pytest.raises(RuntimeError, match="bad device 'lol'"):
+        tv.summary(model, input_size=(1, 16), device="lol", verbose=0)
+    with pytest.raises(TypeError, match="input_size must be a shape"):
+        tv.summary(model, input_size="hello", verbose=0)
+    with pytest.raises(TypeError, match="input_size must be a shape"):
+        tv.summary(model, input_size={0: 1}, verbose=0)
+
+    class TwoInputs(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(10, 4)
+
+        def forward(self, x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+            return x + self.emb(ids)
+
+    # torchinfo's tensor types (torch.LongTensor) are dtypes too
+    s = tv.summary(TwoInputs(), [(2, 4), (2,)], dtypes=[torch.FloatTensor, torch.LongTensor], verbose=0)
+    assert s.rows[0].input_shapes == ((2, 4), (2,)) and s.graph.graph.tensor(s.graph.graph.inputs[1]).dtype == "int64"
+
+
+def test_the_parameter_table_lists_every_name_of_a_module() -> None:
+    act = nn.LeakyReLU()
+    model = nn.Sequential(act, nn.Identity(), act, nn.Identity(), act)
+    s = tv.summary(model, verbose=0)
+    assert [r.path for r in s.rows] == ["", "0", "1", "2", "3", "4"]
+    assert [r.repeat for r in s.rows] == [False, False, False, True, False, True]

@@ -12,13 +12,65 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
+from torch.utils._pytree import tree_map
 
-from ..errors import InvalidInputError, InvalidTypeError
+from ..errors import InputConflictError, InvalidInputError, InvalidTypeError
 from ..recording.fake import is_fake
 from ..recording.inputs import make_inputs, to_device
 from ..recording.placement import as_device, model_device
 
-__all__ = ["check_cache", "default_verbose", "materialised", "with_batch_dim"]
+__all__ = [
+    "check_cache",
+    "check_inputs",
+    "default_verbose",
+    "has_lazy",
+    "input_sizes",
+    "materialised",
+    "with_batch_dim",
+]
+
+
+def check_inputs(input_size: Any, input_data: Any, dtypes: Any) -> Any:
+    """torchinfo's input rules, before anything runs: ``input_size`` and ``input_data``
+    together are an :class:`InputConflictError` (a ``RuntimeError`` as torchinfo's), an
+    ``input_size`` that is no sequence a ``TypeError``; returns ``dtypes`` with
+    torchinfo's tensor types (``torch.LongTensor``) as dtypes."""
+    if input_size is not None and input_data is not None:
+        raise InputConflictError("pass one of input_size or input_data, not both")
+    if input_size is not None and not isinstance(input_size, (tuple, list, torch.Tensor)):
+        raise InvalidTypeError(
+            f"input_size must be a shape such as (1, 3, 224, 224) or a list of shapes, got {input_size!r:.80}"
+        )
+    if isinstance(dtypes, (list, tuple)):
+        return [_dtype(d) for d in dtypes]
+    return _dtype(dtypes)
+
+
+def _dtype(d: Any) -> Any:
+    dtype = getattr(d, "dtype", None) if isinstance(d, type) else None  # torch.LongTensor's is torch.int64
+    return dtype if isinstance(dtype, torch.dtype) else d
+
+
+def input_sizes(input_size: Any, input_data: Any) -> Any:
+    """torchinfo's ``input_size`` of a summary: the shapes as given (a list of them), or
+    the sizes of the tensors in ``input_data`` in its structure (a ``torch.Size`` for a
+    tensor)."""
+    if input_data is not None:
+        return tree_map(lambda v: v.size() if isinstance(v, torch.Tensor) else v, input_data)
+    if input_size is None:
+        return []
+    if isinstance(input_size, list) and input_size and isinstance(input_size[0], int):
+        return [tuple(input_size)]
+    if isinstance(input_size, list):
+        return input_size
+    if input_size and isinstance(input_size[0], (tuple, list)):
+        return list(input_size)
+    return [input_size]
+
+
+def has_lazy(model: nn.Module) -> bool:
+    """Whether ``model`` has parameters or buffers of lazy modules not materialised yet."""
+    return bool(_lazy(model))
 
 
 def _lazy(model: nn.Module) -> list[str]:
@@ -39,7 +91,7 @@ def materialised(model: nn.Module, inputs: tuple[Any, Any, Any, dict[str, Any]] 
     """``model``, or where it has lazy modules (``nn.LazyLinear``: parameters without a
     shape until the first forward) a copy materialised by one forward on ``device`` (the
     caller's model stays lazy).  ``inputs``: ``(input_size, input_data, dtypes,
-    forward_kwargs)``, None for the parameter table.  On meta, and without inputs, lazy
+    forward_kwargs)``, None for the parameter table (nothing runs).  On meta, lazy
     modules are an error saying what to do; so is a TorchScript module on meta (its
     compiled code cannot be moved there)."""
     fake = is_fake(device)
@@ -56,9 +108,7 @@ def materialised(model: nn.Module, inputs: tuple[Any, Any, Any, dict[str, Any]] 
         return model
     where = f"{type(model).__name__} has lazy modules ({', '.join(lazy[:3])}{', ...' if len(lazy) > 3 else ''})"
     if inputs is None:
-        raise InvalidInputError(
-            f"{where} whose parameters have no shape until a first forward: pass input_size or input_data"
-        )
+        return model  # the parameter table counts them as 0 and says so
     if on_meta:
         raise InvalidInputError(
             f"{where} whose parameters get their shapes from a first forward, which cannot run on "

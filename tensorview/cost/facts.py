@@ -68,8 +68,9 @@ def module_facts(model: nn.Module) -> dict[str, ModuleFacts]:
 
 
 def static_calls(model: nn.Module) -> list[tuple[str, str, int, Any]]:
-    """``(path, class name, depth, ModuleParams)`` of every module of ``model`` once, in
-    registration order, as if each were called once (the parameter table)."""
-    mods = list(model.named_modules())
+    """``(path, class name, depth, ModuleParams)`` of every module of ``model`` under
+    each of its names, in registration order, as if each were called once (the parameter
+    table; a module under a second name is ``repeat``)."""
+    mods = list(model.named_modules(remove_duplicate=False))
     params = module_params(model, mods)
     return [(path, type(m).__name__, path.count(".") + 1 if path else 0, p) for (path, m), p in zip(mods, params)]

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from ..errors import InvalidInputError, InvalidTypeError
 from ..graph import Graph, ir_of
@@ -123,6 +124,12 @@ class Summary:
             r.totals, activation_bytes=self.saved_bytes or 0, optimizer=optimizer, state_dtype=self.state_dtype
         )
         self.rows = self._rows(ir_of(graph, "Summary")) if graph is not None else list(rows or [])
+        #: the shapes given, or the sizes of the tensors in ``input_data`` (torchinfo's)
+        self.input_size: Any = []
+        #: parameters and buffers of lazy modules not materialised yet (counted as 0)
+        self.uninitialised = 0
+        #: why ``device="auto"`` recorded on the model's device instead of meta ("" where it did not)
+        self.fallback = ""
         #: torchinfo's "Forward/backward pass size": twice the output bytes of every call
         #: of a module with parameters and no submodule calls (``saved_bytes`` is measured)
         self.total_output_bytes = 2 * sum(r.activation_bytes for r in _leaves(self.rows) if r.params)
@@ -163,16 +170,11 @@ class Summary:
         ]
         record = CostRecord({}, {}, {}, {}, param_totals(model), 0, {}, 0, 0, False)
         facts = module_facts(model)
-        return cls(
-            None,
-            record,
-            depth=depth,
-            optimizer=optimizer,
-            state_dtype=state_dtype,
-            options=options,
-            facts=facts,
-            rows=rows,
-        )
+        lazy = sum(1 for t in (*model.parameters(), *model.buffers()) if is_lazy(t))
+        kw = {"depth": depth, "optimizer": optimizer, "state_dtype": state_dtype}
+        s = cls(None, record, **kw, options=options, facts=facts, rows=rows)  # type: ignore[arg-type]
+        s.uninitialised = lazy
+        return s
 
     @property
     def summary_list(self) -> list[Row]:

@@ -165,8 +165,15 @@ def _params(s: Summary) -> list[str]:
 
 def _totals(s: Summary) -> list[str]:
     lines = _params(s)
+    if s.uninitialised:
+        lines.append(
+            f"  {s.uninitialised} parameters or buffers of lazy modules are not initialised yet: counted as 0 "
+            "(a forward gives them their shapes)"
+        )
     if not s.forward:
         return lines + ["No forward ran: pass input_size or input_data for shapes, FLOPs and memory"]
+    if s.fallback:
+        lines.append(f"Recorded on the model's device, not meta: {one_line(s.fallback)}")
     flops = f"FLOPs (forward): {fmt_flops(s.total_flops)} ({s.total_flops:,}), 2 per multiply-add"
     flops += f" ({fmt_flops(s.total_mult_adds, 'MACs')})"
     if s.uncounted_calls:
