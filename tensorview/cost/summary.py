@@ -224,13 +224,16 @@ class Summary:
         return rows
 
     # -- output ----------------------------------------------------------------------------
-    def table(self, depth: Any = _SAME, **options: Any) -> str:
+    def table(self, depth: Any = _SAME, *, fold: Any = _SAME) -> str:
         """The table down to ``depth`` (default: the summary's ``depth``; None: every call);
-        ``options`` change the summary's :class:`TableOptions` for this table
-        (``fold=False`` lists every call of repeated blocks)."""
+        ``fold=False`` lists every call of repeated blocks (default: the summary's)."""
         from .table import render
 
-        opts = dataclasses.replace(self.options, **options) if options else self.options
+        opts = self.options
+        if fold is not _SAME:
+            if not isinstance(fold, bool):
+                raise InvalidTypeError(f"fold must be True or False, got {fold!r:.80}")
+            opts = dataclasses.replace(opts, fold=fold)
         return render(self, self.depth if depth is _SAME else _depth(depth), opts)
 
     def __str__(self) -> str:
