@@ -227,13 +227,9 @@ def summary(
     fold: bool = True,
     **forward_kwargs: Any,
 ) -> Summary:
-    """Parameters, FLOPs and memory of ``model`` per module call and in total (``print(s)``):
-    one forward with grad enabled, inputs as for ``draw_graph``, on a copy where anything
-    could change; without inputs, the parameter table (no forward).  torchinfo's
-    arguments, in its order, with its meanings (``col_names``, ``row_settings``,
-    ``verbose``: 1 prints the table, the default outside a REPL...); ``fold=False`` lists
-    every call of repeated blocks; ``optimizer``/``state_dtype``: the training memory.
-    docs/cost-model.md, docs/migrating-torchinfo.md."""
+    """Parameters, FLOPs and memory of ``model`` per module call and in total: one forward
+    (grad on, inputs as for ``draw_graph``, on a copy), or without inputs the parameter
+    table; torchinfo's arguments and meanings.  docs/cost-model.md, migrating-torchinfo.md."""
     check_model(model, "summary")
     check_forward_kwargs(model, forward_kwargs, _option_names(summary))
     inputs = (input_size, input_data, batch_dim, dtypes, forward_kwargs)

@@ -363,3 +363,23 @@ def test_the_parameter_table_lists_every_name_of_a_module() -> None:
     s = tv.summary(model, verbose=0)
     assert [r.path for r in s.rows] == ["", "0", "1", "2", "3", "4"]
     assert [r.repeat for r in s.rows] == [False, False, False, True, False, True]
+
+
+def test_one_module_called_again_and_again_folds_under_its_name() -> None:
+    class Thrice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(self.fc(self.fc(x)))
+
+    s = tv.summary(Thrice(), input_size=(2, 4), verbose=0)
+    names = [re.split(r"\s{2,}", line.strip())[0] for line in _lines(str(s))]
+    assert names[0] == "model" and names[-1] == "fc #2–3 ×2" and len(names) == 3
+    assert [re.split(r"\s{2,}", line.strip())[0] for line in _lines(s.table(fold=False))] == [
+        "model",
+        "fc",
+        "fc #2",
+        "fc #3",
+    ]

@@ -28,18 +28,17 @@ MAX_NOTES = 8
 ASCII = {"–": "-", "—": "--", "…": "...", "↔": "<->", "×": "x", "└─": "'-"}
 
 
-def folds(g: Graph) -> tuple[dict[int, tuple[list[str], int]], set[int]]:
+def folds(g: Graph) -> tuple[dict[int, list[int]], set[int]]:
     """``(heads, hidden)``: the first call of each position of a repeated group, with the
-    paths of the calls it stands for and the repeat count; the other calls of the runs."""
-    heads: dict[int, tuple[list[str], int]] = {}
+    ids of the calls it stands for; the other calls of the runs."""
+    heads: dict[int, list[int]] = {}
     hidden: set[int] = set()
-    nodes = g.nodes
     for kids in children(g).values():
         for run, period in runs(g, kids):
             n = len(run) // period
             for j in range(period):
                 members = run[j::period][:n]
-                heads[members[0]] = ([nodes[k].path for k in members], n)
+                heads[members[0]] = members
                 hidden.update(members[1:])
     return heads, hidden
 
@@ -52,6 +51,16 @@ def _span_name(names: list[str]) -> str:
     if stem == stem_b and a.isdigit() and b.isdigit() and int(b) - int(a) == len(names) - 1:
         return f"{first}–{b}"
     return f"{first} … {last}"
+
+
+def _fold_name(g: Graph, members: list[int], outer: str) -> str:
+    """``layers.0–79 ×80``; one module called again and again: ``fc #2–4 ×3``."""
+    calls = [g.module(k) for k in members]
+    first, last = calls[0], calls[-1]
+    if all(c.path == first.path for c in calls):
+        return f"{_relative(first.path, outer)} #{first.call_index + 1}–{last.call_index + 1} ×{len(calls)}"
+    name = _span_name([_relative(c.path, outer) for c in calls])
+    return name + (f" #{first.call_index + 1}" if first.call_index else "") + f" ×{len(calls)}"
 
 
 def _relative(path: str, outer: str) -> str:
@@ -79,13 +88,10 @@ def _shown(s: Summary, depth: int | None, opts: TableOptions) -> list[tuple[Row,
             continue
         if not r.depth:
             name = g.nodes[r.id].name if g is not None else "model"
-        elif r.id in heads:
-            paths, n = heads[r.id]
-            name = f"{_span_name([_relative(p, outer) for p in paths])} ×{n}"
+        elif r.id in heads and g is not None:
+            name = _fold_name(g, heads[r.id], outer)
         else:
-            name = _relative(r.path, outer)
-        if r.call_index:
-            name += f" #{r.call_index + 1}"
+            name = _relative(r.path, outer) + (f" #{r.call_index + 1}" if r.call_index else "")
         out.append((r, name))
     return out
 
