@@ -6,6 +6,7 @@ uncounted FLOPs shown as uncounted.  torchinfo itself is the comparison peer."""
 from __future__ import annotations
 
 import re
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -194,6 +195,10 @@ def test_verbose(capsys: pytest.CaptureFixture[str]) -> None:
     assert _row(printed, "└─bias")[2:] == ["(32)", "32", "True"]
     s = tv.summary(model, input_size=(2, 16))  # torchinfo's default outside a REPL: print
     assert capsys.readouterr().out == str(s) + "\n"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys, "ps1", ">>> ", raising=False)  # in a REPL the returned summary shows itself
+        tv.summary(model, input_size=(2, 16))
+    assert capsys.readouterr().out == ""
     with pytest.raises(InvalidInputError, match="verbose must be 0"):
         tv.summary(model, input_size=(2, 16), verbose=3)
 
