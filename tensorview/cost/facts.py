@@ -16,8 +16,9 @@ from torch import nn
 
 from ..graph import Shape
 from .params import module_params
+from .row import Row
 
-__all__ = ["ModuleFacts", "ParamFacts", "module_facts", "static_calls"]
+__all__ = ["ModuleFacts", "ParamFacts", "module_facts", "static_rows"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,10 +68,29 @@ def module_facts(model: nn.Module) -> dict[str, ModuleFacts]:
     return out
 
 
-def static_calls(model: nn.Module) -> list[tuple[str, str, int, Any]]:
-    """``(path, class name, depth, ModuleParams)`` of every module of ``model`` under
-    each of its names, in registration order, as if each were called once (the parameter
-    table; a module under a second name is ``repeat``)."""
+def static_rows(model: nn.Module) -> list[Row]:
+    """One :class:`Row` per module of ``model`` under each of its names, in registration
+    order, as if each were called once (the parameter table; a module under a second
+    name is ``repeat``).  Nothing ran: no shapes, FLOPs or bytes."""
     mods = list(model.named_modules(remove_duplicate=False))
-    params = module_params(model, mods)
-    return [(path, type(m).__name__, path.count(".") + 1 if path else 0, p) for (path, m), p in zip(mods, params)]
+    return [
+        Row(
+            id=i,
+            path=path,
+            cls=type(m).__name__,
+            depth=path.count(".") + 1 if path else 0,
+            call_index=0,
+            output_shapes=(),
+            params=p.params,
+            trainable_params=p.trainable,
+            buffers=p.buffers,
+            flops=0,
+            uncounted=0,
+            activation_bytes=0,
+            saved_bytes=None,
+            shared_params=p.shared_params,
+            shared_with=p.shared_with,
+            repeat=p.repeat,
+        )
+        for i, ((path, m), p) in enumerate(zip(mods, module_params(model, mods)))
+    ]

@@ -20,7 +20,7 @@ from torch.nn.parameter import is_lazy
 from ..errors import InvalidInputError, InvalidTypeError
 from ..graph import Graph, ir_of
 from .columns import TableOptions
-from .facts import ModuleFacts, module_facts, static_calls
+from .facts import ModuleFacts, module_facts, static_rows
 from .layers import activation_bytes
 from .params import ParamTotals, TrainingMemory, param_totals, training_memory_of
 from .record import CostRecord
@@ -144,35 +144,23 @@ class Summary:
         state_dtype: torch.dtype | str | None = None,
         options: TableOptions | None = None,
     ) -> Summary:
-        """The parameter table of ``model``, no forward run: every module once, in
-        registration order, with its parameters (recursively, each once), trainable
-        ones and sharing."""
-        rows = [
-            Row(
-                i,
-                path,
-                cls_name,
-                d,
-                0,
-                (),
-                p.params,
-                p.trainable,
-                p.buffers,
-                0,
-                0,
-                0,
-                None,
-                p.shared_params,
-                p.shared_with,
-                p.repeat,
-            )
-            for i, (path, cls_name, d, p) in enumerate(static_calls(model))
-        ]
+        """The parameter table of ``model``, no forward run: every module under each of
+        its names, in registration order, with its parameters (recursively, each once),
+        trainable ones and sharing (:func:`.facts.static_rows`)."""
+        rows = static_rows(model)
         record = CostRecord({}, {}, {}, {}, param_totals(model), 0, {}, 0, 0, False)
         facts = module_facts(model)
         lazy = sum(1 for t in (*model.parameters(), *model.buffers()) if is_lazy(t))
-        kw = {"depth": depth, "optimizer": optimizer, "state_dtype": state_dtype}
-        s = cls(None, record, **kw, options=options, facts=facts, rows=rows)  # type: ignore[arg-type]
+        s = cls(
+            None,
+            record,
+            depth=depth,
+            optimizer=optimizer,
+            state_dtype=state_dtype,
+            options=options,
+            facts=facts,
+            rows=rows,
+        )
         s.uninitialised = lazy
         return s
 
