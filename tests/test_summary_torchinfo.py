@@ -388,3 +388,12 @@ def test_one_module_called_again_and_again_folds_under_its_name() -> None:
         "fc #2",
         "fc #3",
     ]
+
+
+def test_hide_recursive_layers_hides_what_the_second_call_ran_too() -> None:
+    block = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    model = nn.Sequential(block, nn.Linear(4, 4), block)
+    shown = str(tv.summary(model, input_size=(2, 4), row_settings=["hide_recursive_layers"], fold=False, verbose=0))
+    assert [re.split(r"\s{2,}", line.strip())[0] for line in _lines(shown)] == ["model", "0", "0", "1", "1"]
+    static = str(tv.summary(model, row_settings=["hide_recursive_layers"], verbose=0))  # the table of names
+    assert [re.split(r"\s{2,}", line.strip())[0] for line in _lines(static)] == ["model", "0", "0", "1", "1"]

@@ -74,17 +74,24 @@ def _shown(s: Summary, depth: int | None, opts: TableOptions) -> list[tuple[Row,
     heads, hidden = folds(g) if g is not None and opts.fold else ({}, set())
     out: list[tuple[Row, str]] = []
     skip_until = -1
+    below: int | None = None  # rows deeper than this are inside a hidden second call
     stack: list[str] = []  # paths of the enclosing rows, by depth
     for r in s.rows:
         del stack[r.depth :]
         outer = stack[-1] if stack else ""
         stack.append(r.path)
+        if below is not None and r.depth > below:
+            continue
+        below = None
         if r.id < skip_until:
             continue
         if r.id in hidden and g is not None:
             skip_until = call_end(g, g.module(r.id))
             continue
-        if (depth is not None and r.depth > depth) or ("hide_recursive_layers" in opts.row_settings and r.repeat):
+        if "hide_recursive_layers" in opts.row_settings and r.repeat:
+            below = r.depth  # with what it called
+            continue
+        if depth is not None and r.depth > depth:
             continue
         if not r.depth:
             name = g.nodes[r.id].name if g is not None else "model"
