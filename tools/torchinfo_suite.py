@@ -177,7 +177,9 @@ def run_readme(repo: Path, select: str | None) -> list[dict[str, Any]]:
         found = Comparison()
         ns: dict[str, Any] = {**vars(models), "torch": torch, "nn": torch.nn, "F": torch.nn.functional}
         # the names the README assumes: a ConvNet for (16, 1, 28, 28), any model for (1, 3, 28, 28)
-        ns.update(ConvNet=models.SingleInputNet, your_model=torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3)))
+        ns.update(
+            ConvNet=getattr(models, "SingleInputNet", None), your_model=torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3))
+        )
         code = block.replace("from torchinfo import summary\n", "").replace(", ...]", "]")  # "..." is prose
         classes = re.findall(r"^class (\w+)\(nn\.Module\)", code, re.M)
         if classes and not re.search(r"^model = ", code, re.M):  # the example's model, made as the text says
