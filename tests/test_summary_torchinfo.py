@@ -330,6 +330,9 @@ def test_auto_records_on_the_models_device_where_meta_cannot_run_the_forward() -
     assert not tv.summary(cm.MLP(), input_size=(2, 16), verbose=0).fallback  # meta where it can
     with pytest.raises(tv.RecordingError, match="cannot run on the meta device"):
         tv.summary(ReadsAValue(), input_size=(2, 4), device="meta", verbose=0)
+    # where the model's device cannot run it either (inputs on meta), meta's error says what to do
+    with pytest.raises(tv.RecordingError, match="cannot run on the meta device"):
+        tv.summary(ReadsAValue(), input_data=torch.randn(2, 4, device="meta"), verbose=0)
 
 
 def test_torchinfo_input_rules_and_error_classes() -> None:

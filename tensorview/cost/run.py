@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import InvalidInputError, RecordingError, add_hint, describe
+from ..errors import InvalidInputError, RecordingError, TensorviewError, add_hint, describe
 from ..recording.placement import as_device, model_device
 from .columns import table_options
 from .compat import check_cache, check_inputs, default_verbose, has_lazy, input_sizes, materialised, with_batch_dim
@@ -46,9 +46,13 @@ def _recorded(
     except RecordingError as e:
         if not auto or first is None or own.type == "meta":
             raise
-        why = f"on meta, {describe(e.__cause__ or e).splitlines()[0][:160]}"
-    runnable = materialised(model, inputs, None)
-    return runnable, record(runnable, inputs, None, mode, STATS, False), why
+        failed = e
+    why = f"on meta, {describe(failed.__cause__ or failed).splitlines()[0][:160]}"
+    try:
+        runnable = materialised(model, inputs, None)
+        return runnable, record(runnable, inputs, None, mode, STATS, False), why
+    except TensorviewError:  # the model's device cannot run it either: meta's error says what to do
+        raise failed from failed.__cause__
 
 
 def summarize(
