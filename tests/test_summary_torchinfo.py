@@ -400,3 +400,26 @@ def test_hide_recursive_layers_hides_what_the_second_call_ran_too() -> None:
     assert [re.split(r"\s{2,}", line.strip())[0] for line in _lines(shown)] == ["model", "0", "0", "1", "1"]
     static = str(tv.summary(model, row_settings=["hide_recursive_layers"], verbose=0))  # the table of names
     assert [re.split(r"\s{2,}", line.strip())[0] for line in _lines(static)] == ["model", "0", "0", "1", "1"]
+
+
+def test_a_scripted_modules_submodules_are_listed_from_its_tree() -> None:
+    """Inside a TorchScript call nothing is recorded: its modules are listed from the
+    module tree (parameters, no shapes or costs), as torchinfo lists them."""
+
+    class Outer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.pre = nn.Sequential(*[nn.Linear(4, 4) for _ in range(3)])  # folds
+            with pytest.warns(DeprecationWarning):
+                self.inner = torch.jit.script(cm.MLP(4, 8, 2))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.inner(self.pre(x))
+
+    s = tv.summary(Outer(), input_size=(2, 4), device="cpu", verbose=0)
+    assert [r.path for r in s.rows if not r.ran] == ["inner.fc1", "inner.fc2"]
+    assert [r.params for r in s.rows if not r.ran] == [4 * 8 + 8, 8 * 2 + 2]
+    rows = _lines(str(s))
+    assert re.split(r"\s{2,}", rows[-2].strip())[:4] == ["fc1", "Linear", "--", "40"]
+    assert re.split(r"\s{2,}", rows[-2].strip())[4:] == ["--", "--", "--"]  # not measured, not 0
+    assert any("0–2 ×3" in line for line in rows)  # the fold before it does not hide them

@@ -12,13 +12,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import torch
 from torch import nn
 
 from ..graph import Shape
 from .params import module_params
 from .row import Row
 
-__all__ = ["ModuleFacts", "ParamFacts", "module_facts", "static_rows"]
+__all__ = ["ModuleFacts", "ParamFacts", "inner_rows", "module_facts", "static_rows"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +69,28 @@ def module_facts(model: nn.Module) -> dict[str, ModuleFacts]:
     return out
 
 
+def _class_name(m: nn.Module) -> str:
+    """The class a TorchScript module was scripted from (``Linear``), else the class."""
+    original = getattr(m, "original_name", None) if isinstance(m, torch.jit.ScriptModule) else None
+    return original if isinstance(original, str) and original else type(m).__name__
+
+
+def inner_rows(rows: list[Row], opaque: set[int], model: nn.Module) -> list[Row]:
+    """``rows`` (recorded calls) with, after each call in ``opaque`` (ids of calls whose
+    inside was not recorded: TorchScript), the modules under it from ``model``'s tree
+    (:func:`static_rows`, negative ids), as torchinfo lists them."""
+    if not opaque:
+        return rows
+    tree = static_rows(model)
+    out: list[Row] = []
+    for r in rows:
+        out.append(r)
+        if r.id in opaque:
+            inside = [t for t in tree if t.path.startswith(r.path + ".") or (not r.path and t.path)]
+            out.extend(dataclasses.replace(t, id=-1 - t.id) for t in inside)
+    return out
+
+
 def static_rows(model: nn.Module) -> list[Row]:
     """One :class:`Row` per module of ``model`` under each of its names, in registration
     order, as if each were called once (the parameter table; a module under a second
@@ -77,7 +100,7 @@ def static_rows(model: nn.Module) -> list[Row]:
         Row(
             id=i,
             path=path,
-            cls=type(m).__name__,
+            cls=_class_name(m),
             depth=path.count(".") + 1 if path else 0,
             call_index=0,
             output_shapes=(),
@@ -91,6 +114,7 @@ def static_rows(model: nn.Module) -> list[Row]:
             shared_params=p.shared_params,
             shared_with=p.shared_with,
             repeat=p.repeat,
+            ran=False,
         )
         for i, ((path, m), p) in enumerate(zip(mods, module_params(model, mods)))
     ]

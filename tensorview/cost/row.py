@@ -38,6 +38,9 @@ class Row:
     shared_with: tuple[str, ...]
     repeat: bool
     input_shapes: tuple[Shape, ...] = ()
+    #: False for a module no recorded call ran: the parameter table, and the submodules
+    #: of an opaque (TorchScript) call, listed from the module tree without shapes or costs
+    ran: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -14,7 +14,7 @@ from ..errors import InvalidInputError, RecordingError, TensorviewError, add_hin
 from ..recording.placement import as_device, model_device
 from .columns import table_options
 from .compat import check_cache, check_inputs, default_verbose, has_lazy, input_sizes, materialised, with_batch_dim
-from .facts import module_facts
+from .facts import inner_rows, module_facts
 from .layers import STATS
 from .summary import TRAIN_MODE_HINT, Summary, check_options
 
@@ -99,6 +99,9 @@ def summarize(
                 add_hint(e, TRAIN_MODE_HINT)
             raise
         s = Summary(graph, graph.cost, facts=module_facts(model), **kw)
+        scripted = {p for p, m in model.named_modules() if isinstance(m, torch.jit.ScriptModule)}
+        opaque = {m.id for m in graph.graph.modules() if (m.opaque or m.path in scripted) and m.end >= 0}
+        s.rows = inner_rows(s.rows, opaque, model)
         s.fallback = fallback
     s.input_size = given
     if options.verbose:

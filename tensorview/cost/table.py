@@ -16,7 +16,7 @@ from ..graph import Graph, ir_of
 from ..graph.listing import fmt_shape, one_line
 from ..transform.fold import call_end, runs
 from ..transform.scope import children
-from .columns import COLUMNS, TableOptions
+from .columns import COLUMNS, NOTHING, TableOptions
 from .fmt import fmt_bytes, fmt_count, fmt_flops
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ def _shown(s: Summary, depth: int | None, opts: TableOptions) -> list[tuple[Row,
     heads, hidden = folds(g) if g is not None and opts.fold else ({}, set())
     out: list[tuple[Row, str]] = []
     skip_until = -1
+    skipping = False
     below: int | None = None  # rows deeper than this are inside a hidden second call
     stack: list[str] = []  # paths of the enclosing rows, by depth
     for r in s.rows:
@@ -83,7 +84,9 @@ def _shown(s: Summary, depth: int | None, opts: TableOptions) -> list[tuple[Row,
         if below is not None and r.depth > below:
             continue
         below = None
-        if r.id < skip_until:
+        if r.id >= 0:  # a recorded call; rows listed from the module tree (id < 0) follow theirs
+            skipping = r.id < skip_until
+        if skipping:
             continue
         if r.id in hidden and g is not None:
             skip_until = call_end(g, g.module(r.id))
@@ -126,7 +129,10 @@ def _cells(s: Summary, shown: list[tuple[Row, str]], opts: TableOptions) -> list
             index[r.depth] = index.get(r.depth, 0) + 1
             cls += f": {r.depth}-{index[r.depth]}"
         facts = s.facts.get(r.path)
-        cols = tuple(COLUMNS[c].cell(r, s.total_params, facts) for c in opts.columns)
+        cols = tuple(
+            COLUMNS[c].cell(r, s.total_params, facts) if r.ran or not COLUMNS[c].needs_forward else NOTHING
+            for c in opts.columns
+        )
         out.append(("  " * r.depth + one_line(name), cls, *cols))
         if opts.verbose >= 2:
             out.extend(_param_rows(s, r, opts))
