@@ -338,7 +338,8 @@ def test_auto_records_on_the_models_device_where_meta_cannot_run_the_forward() -
 def test_torchinfo_input_rules_and_error_classes() -> None:
     model = cm.MLP()
     x = torch.randn(3, 16)
-    assert tv.summary(model, input_data=x, verbose=0).input_size == torch.Size([3, 16])
+    s = tv.summary(model, input_data=x, verbose=0)
+    assert s.input_size == torch.Size([3, 16]) and s.total_input == 3 * 16 * 4
     assert tv.summary(model, input_data=[x], verbose=0).input_size == [torch.Size([3, 16])]
     assert tv.summary(model, [(1, 16)], batch_dim=None, verbose=0).input_size == [(1, 16)]
     assert tv.summary(model, (16,), batch_dim=0, verbose=0).input_size == [(16,)]  # as given, batch not added

@@ -123,9 +123,12 @@ class Summary:
         self.training_memory: TrainingMemory = training_memory_of(
             r.totals, activation_bytes=self.saved_bytes or 0, optimizer=optimizer, state_dtype=self.state_dtype
         )
-        self.rows = self._rows(ir_of(graph, "Summary")) if graph is not None else list(rows or [])
+        g = ir_of(graph, "Summary") if graph is not None else None
+        self.rows = self._rows(g) if g is not None else list(rows or [])
         #: the shapes given, or the sizes of the tensors in ``input_data`` (torchinfo's)
         self.input_size: Any = []
+        #: bytes of the input tensors (torchinfo's ``total_input``), 0 without a forward
+        self.total_input = sum(activation_bytes(g, i) for i in g.inputs) if g is not None else 0
         #: parameters and buffers of lazy modules not materialised yet (counted as 0)
         self.uninitialised = 0
         #: why ``device="auto"`` recorded on the model's device instead of meta ("" where it did not)
