@@ -14,11 +14,12 @@ from torch import nn
 from .compat.attributes import AttributesProbe
 from .compat.graph_api import TorchviewExtras
 from .compat.options import check_flag, check_mode, input_slots, save_files
-from .cost.layers import STATS, ActivationBytes, check_stats
+from .cost.layers import ActivationBytes, check_stats
 from .cost.probe import CostProbe
-from .cost.summary import TRAIN_MODE_HINT, Summary, check_options
+from .cost.run import summarize
+from .cost.summary import Summary
 from .drawing import ComputationGraph
-from .errors import InvalidTypeError, RecordingError, add_hint
+from .errors import InvalidTypeError
 from .graph import Graph, ViewOptions
 from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
@@ -226,25 +227,27 @@ def summary(
     model: nn.Module,
     input_size: Any = None,
     input_data: Any = None,
-    *,
-    dtypes: Any = None,
-    device: Any = "meta",
-    mode: str = "train",
+    batch_dim: int | None = None,
+    cache_forward_pass: bool | None = None,
+    col_names: Sequence[str] | None = None,
+    col_width: int | None = None,
     depth: int | None = 3,
+    device: Any = "auto",
+    dtypes: Any = None,
+    mode: str = "train",
+    row_settings: Sequence[str] | None = None,
+    verbose: int | None = None,
+    *,
     optimizer: str | int = "adam",
     state_dtype: Any = None,
+    fold: bool = True,
     **forward_kwargs: Any,
 ) -> Summary:
-    """Parameters, FLOPs and memory of ``model`` per module call and in total (``print(s)``):
-    one forward with grad enabled, inputs as for ``draw_graph``, on a copy where anything
-    could change; ``optimizer``/``state_dtype``: the training memory.  docs/cost-model.md."""
+    """Parameters, FLOPs and memory of ``model`` per module call and in total: one forward
+    (grad on, inputs as for ``draw_graph``, on a copy), or without inputs the parameter
+    table; torchinfo's arguments and meanings.  docs/cost-model.md, migrating-torchinfo.md."""
     check_model(model, "summary")
     check_forward_kwargs(model, forward_kwargs, _option_names(summary))
-    check_options(depth, optimizer, state_dtype)
-    try:
-        graph = _record(model, (input_size, input_data, dtypes, forward_kwargs), device, mode, STATS, False)
-    except RecordingError as e:
-        if mode == "train" and not model.training and not e.hint:  # failed in a mode not asked for
-            add_hint(e, TRAIN_MODE_HINT)
-        raise
-    return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
+    inputs = (input_size, input_data, batch_dim, dtypes, forward_kwargs)
+    table = (col_names, col_width, row_settings, verbose, fold)
+    return summarize(_record, model, inputs, table, cache_forward_pass, depth, device, mode, optimizer, state_dtype)
