@@ -25,9 +25,9 @@ from tensorview.transform import build_view
 
 from .browser import Browser, why_no_browser
 from .fixtures.cost_models import CNN, tiny_llama_config
-from .fixtures.hf import causal_lm_cache_field
+from .fixtures.hf import causal_lm_cache_field, written_for
 
-pytestmark = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
+pytestmark = [pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}"), written_for]
 if why_no_browser() is None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
