@@ -51,6 +51,11 @@ class Enc(nn.Module):
             x = self(x)  # only calls of the module itself, then an op
         return x.tanh()
 
+    def generate_forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(2):
+            x = self.forward(x)  # forward called directly: no call of the module
+        return x.tanh()
+
 
 class UsesMethod(nn.Module):
     def __init__(self, method: str) -> None:
@@ -87,6 +92,13 @@ def test_generate_loop_of_module_calls_is_one_method_call() -> None:
     ]
     (tanh,) = [f for f in g.functions() if f.op == "tanh"]
     assert tanh.parent == call_of(g, "enc.generate").id
+    g = record(UsesMethod("generate_forward"), torch.randn(2, 4))
+    assert calls(g) == [
+        ("", None),
+        ("enc.generate_forward", ""),
+        ("enc.fc", "enc.generate_forward"),
+        ("enc.fc", "enc.generate_forward"),
+    ]
 
 
 # -- modules assigned or made in forward ------------------------------------------------------
