@@ -4,7 +4,9 @@ calls its own module first, a module assigned in forward, parameters written thr
 
 from __future__ import annotations
 
+import gc
 import sys
+import weakref
 from pathlib import Path
 
 import pytest
@@ -377,3 +379,29 @@ def test_vmap_variants_are_connected() -> None:
         assert [g.nodes[i].op for i in sorted(ancestors(g, output)) if g.nodes[i].kind == "function"] == ops, case
         assert g.inputs[0] in ancestors(g, output), case  # the output depends on the input
         assert not [t for t in g.tensors() if t.role == "constant"], case
+
+
+class KeepsNothing(nn.Module):
+    """Notes whether the tensors made inside a vmap outlive it (they do not without us)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        refs = []
+
+        def f(r: torch.Tensor) -> torch.Tensor:
+            y = r * 2
+            refs.append(weakref.ref(torch._C._functorch.get_unwrapped(y)))
+            return y.sum()
+
+        out = torch.vmap(f)(x)
+        gc.collect()
+        self.alive = [w() is not None for w in refs]
+        return out
+
+
+def test_vmap_intermediates_are_freed_as_without_recording() -> None:
+    model = KeepsNothing()
+    model(torch.randn(2, 4))
+    assert model.alive == [False]
+    g = record(model, torch.randn(2, 4))
+    assert model.alive == [False]
+    assert [f.op for f in g.functions()] == ["mul", "sum", "vmap"]

@@ -73,13 +73,11 @@ class OpRecorder(FuncTransforms):
             t._tv_node = node
             t._tv_ver = version(t)
             return t
-        if type(t) is _Tensor and t.layout == torch.strided and not wrapped(t):
-            return recorded_alias(t, node, self.token)
+        if type(t) is _Tensor and t.layout == torch.strided:
+            return self.wrapped_result(t, node) if wrapped(t) else recorded_alias(t, node, self.token)
         # parameters, sparse or other subclasses, stale RecorderTensors (of an earlier
-        # recording, never rebound), tensors of a vmap (transforms.py): keep the object,
-        # track it on the side
+        # recording, never rebound): keep the object, track it on the side
         self.sources[id(t)] = [t, node, version(t)]
-        self.note_wrapped(t, node)
         return t
 
     def node_of(self, t: torch.Tensor) -> TensorNode:

@@ -127,9 +127,10 @@ class SessionState:
         # (parameters, buffers, constants, foreign subclasses); the strong reference keeps
         # the id valid for the session's life only
         self.sources: dict[int, list[Any]] = {}
-        #: tensors a vmap may hand out (transforms.py): id -> (tensor, node of the result
-        #: inside that it stands for, the op that hands it out)
-        self.unwrapped: dict[int, tuple[torch.Tensor, TensorNode, str]] = {}
+        #: tensors a vmap may hand out (transforms.py): id -> (weak reference to it, node of
+        #: the result inside it stands for, the op that hands it out, weak reference to
+        #: that result)
+        self.unwrapped: dict[int, tuple[Any, TensorNode, str, Any]] = {}
         # last op that mutated a storage: id(storage owner) -> (owner, function node id)
         self.mutations: dict[int, tuple[Any, int]] = {}
         #: writes per storage, once the recording meets inference tensors (inference.py)
