@@ -53,12 +53,17 @@ class KeptParameters:
         self.links = links if links is not None else {}
         #: id -> (parameter, its values, the tensor it held: ``p.data`` when saved)
         self.saved: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+        #: ids of the saved ones whose tensor was replaced (``p.data = x``)
+        self.replaced: set[int] = set()
 
     def save(self, p: torch.Tensor) -> None:
-        """Save ``p`` if it is one of the model's, before its first write."""
-        if id(p) in self.owned and id(p) not in self.saved:
-            with torch._C.DisableTorchFunction(), torch.no_grad():
-                self.saved[id(p)] = (p, p.detach().clone(), p.data)
+        """``p.data = x`` is about to replace ``p``'s tensor: save ``p`` if it is one of
+        the model's (before its first write), to give it its own tensor back."""
+        if id(p) in self.owned:
+            if id(p) not in self.saved:
+                with torch._C.DisableTorchFunction(), torch.no_grad():
+                    self.saved[id(p)] = (p, p.detach().clone(), p.data)
+            self.replaced.add(id(p))
 
     def before(self, func: Any, ins: list[torch.Tensor], kwargs: dict[str, Any]) -> None:
         """Op ``func`` is about to run on tensor arguments ``ins``: save what it writes."""
@@ -79,8 +84,9 @@ class KeptParameters:
 
     def restore(self) -> None:
         saved, self.saved = self.saved, {}
+        replaced, self.replaced = self.replaced, set()
         with torch._C.DisableTorchFunction(), torch.no_grad():
-            for p, value, data in saved.values():
-                if p.data.untyped_storage().data_ptr() != data.untyped_storage().data_ptr():
-                    p.data = data  # replaced (``p.data = x``): its own tensor again
+            for key, (p, value, data) in saved.items():
+                if key in replaced:  # (``p.data = x``): its own tensor again
+                    p.data = data
                 p.copy_(value)
