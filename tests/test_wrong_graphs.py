@@ -405,3 +405,18 @@ def test_vmap_intermediates_are_freed_as_without_recording() -> None:
     g = record(model, torch.randn(2, 4))
     assert model.alive == [False]
     assert [f.op for f in g.functions()] == ["mul", "sum", "vmap"]
+
+
+class TwoVmaps(nn.Module):
+    """The same per-sample op in two vmaps (chunked, then whole): meta replay would stand a
+    plain tensor in for the second one's batched result."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.vmap(torch.sin, chunk_size=1)(x) + torch.vmap(torch.sin)(x)
+
+
+def test_vmap_on_meta_is_the_graph_on_cpu() -> None:
+    graphs = [tv.draw_graph(TwoVmaps(), input_size=(2, 4), device=d).graph for d in ("cpu", "meta")]
+    cpu, meta = ([(n.kind, n.name, getattr(n, "shape", None)) for n in g.nodes] for g in graphs)
+    assert meta == cpu
+    assert [f.op for f in graphs[1].functions()].count("vmap") == 3

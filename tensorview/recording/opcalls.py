@@ -20,6 +20,7 @@ from .tree import map_tensors
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
 _RT = RecorderTensor
+_functorch_active = torch._C._are_functorch_transforms_active
 
 
 class OpCalls(MethodScope):
@@ -83,7 +84,8 @@ class OpCalls(MethodScope):
         functions switched off."""
         cache = self.meta_cache
         assert cache is not None
-        key = key_of(func, args, kwargs)
+        # (inside a vmap a result is a batched tensor, which a replay would not make)
+        key = None if _functorch_active() else key_of(func, args, kwargs)
         if key is None:
             return self._run(func, args, kwargs, None, fn)
         template = cache.get(key)
