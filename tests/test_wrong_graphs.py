@@ -48,6 +48,9 @@ class Enc(nn.Module):
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         return self(x) * 2  # the module itself first, then an op
 
+    def encode_op_first(self, x: torch.Tensor) -> torch.Tensor:
+        return self(x.neg()) * 2  # an op first
+
     def generate(self, x: torch.Tensor) -> torch.Tensor:
         for _ in range(2):
             x = self(x)  # only calls of the module itself, then an op
@@ -80,6 +83,11 @@ def test_method_calling_its_module_first_is_a_method_call() -> None:
     # the method's result leaves it and feeds the caller's add
     (mul_out,) = g.successors(mul.id)
     assert (encode.id, mul_out) in g.edges and (mul_out, add.id) in g.edges
+    # the same calls whatever runs first
+    g = record(UsesMethod("encode_op_first"), torch.randn(2, 4))
+    assert calls(g) == [("", None), ("enc.encode_op_first", ""), ("enc", "enc.encode_op_first"), ("enc.fc", "enc")]
+    encode = call_of(g, "enc.encode_op_first")
+    assert [f.parent for f in g.functions() if f.op in ("neg", "mul")] == [encode.id, encode.id]
 
 
 def test_generate_loop_of_module_calls_is_one_method_call() -> None:
