@@ -192,6 +192,21 @@ class ClipsWeights(nn.Module):
         return self.fc(x)
 
 
+class WritesThroughDetach(nn.Module):
+    """Writes through tensors sharing the parameter's storage and version counter but
+    owning no view of it: ``detach()`` and the values of ``state_dict()`` (timm's EMA)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            self.fc.weight.detach().mul_(0.5)
+            torch._foreach_mul_(list(self.fc.state_dict().values()), 2.0)
+        return self.fc(x)
+
+
 def producer_op(g: Graph, node_id: int) -> str:
     (p,) = g.predecessors(node_id)
     return g.nodes[p].op  # type: ignore[union-attr]
@@ -225,8 +240,16 @@ def test_data_replaced_and_written_through_a_view() -> None:
     assert producer_op(g, bias) == "zero_" and g.tensor(bias).shape == (4,)
 
 
+def test_writes_through_detached_aliases_are_new_versions() -> None:
+    g = record(WritesThroughDetach(), torch.randn(2, 4))
+    (linear,) = [f for f in g.functions() if f.op == "linear"]
+    weight, bias = g.predecessors(linear.id)[1:]
+    assert producer_op(g, weight) == "_foreach_mul_" and producer_op(g, bias) == "_foreach_mul_"
+    assert g.tensor(weight).shape == (4, 4) and g.tensor(bias).shape == (4,)
+
+
 def test_writes_through_data_leave_the_model_as_it_was() -> None:
-    for model in (EMATeacher(), ClipsWeights()):
+    for model in (EMATeacher(), ClipsWeights(), WritesThroughDetach()):
         before = {k: (p, p.detach().clone(), p.data_ptr()) for k, p in model.named_parameters()}
         tv.draw_graph(model, input_size=(2, 4))
         tv.summary(model, input_size=(2, 4))

@@ -108,7 +108,7 @@ class OpRecorder(FuncTransforms):
 
     def _after_foreign_mutation(self, t: torch.Tensor, node: TensorNode) -> TensorNode:
         """``t`` changed through another view: a new version produced by the op that did it."""
-        hit = self.mutations.get(storage_key(t, self.writes is not None)[0])
+        hit = self.mutations.get(storage_key(t, self.writes is not None)[0]) or self.aliased_write(t)
         if hit is None:  # mutated where we could not see (inside an opaque module): keep the node
             return node
         fn = self.graph.nodes[hit[1]]
@@ -158,7 +158,7 @@ class OpRecorder(FuncTransforms):
                     return func(*args, **kwargs)
             return func(*args, **kwargs)
         if self.kept is not None:  # draw_graph, summary: the caller's parameters are put back
-            self.kept.before(func, ins, kwargs)
+            self.kept.before(func, ins, kwargs, args)
 
         with _Disable():
             top = self.stack[-1]

@@ -120,7 +120,7 @@ class SessionState:
         #: storage key of the alias -> (object keeping the key valid, the tensor it writes)
         self.data_links: dict[int, tuple[Any, torch.Tensor]] = {}
         #: the model's parameters and buffers written in place, saved to be put back (keep.py)
-        self.kept = KeptParameters(self.param_names, self.data_links) if settings.keep_parameters else None
+        self.kept = KeptParameters(self.param_names, self.data_links, self.tree) if settings.keep_parameters else None
         #: the modules not in the model's tree that were named while recording (calls.py)
         self.found_modules: list[nn.Module] = []
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
