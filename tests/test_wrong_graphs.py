@@ -451,3 +451,23 @@ def test_vmap_on_meta_is_the_graph_on_cpu() -> None:
     cpu, meta = ([(n.kind, n.name, getattr(n, "shape", None)) for n in g.nodes] for g in graphs)
     assert meta == cpu
     assert [f.op for f in graphs[1].functions()].count("vmap") == 3
+
+
+class LongVmap(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def f(r: torch.Tensor) -> torch.Tensor:
+            for _ in range(50):
+                r = r * 1.5
+            return r
+
+        return torch.vmap(f)(x)
+
+
+def test_vmap_intermediates_leave_no_bookkeeping_behind() -> None:
+    model = LongVmap()
+    with Recorder(model) as rec:
+        seen = []
+        model.register_forward_hook(lambda *_: seen.append(len(rec._session.unwrapped)))  # type: ignore[union-attr]
+        model(torch.randn(2, 4))
+    assert seen == [1]  # the output's, not yet handed out: the 49 intermediates' went with them
+    assert [f.op for f in rec.graph.functions()].count("mul") == 50

@@ -45,6 +45,18 @@ def wrapped(t: torch.Tensor) -> bool:
     return bool(active()) and bool(_F.is_functorch_wrapped_tensor(t))
 
 
+def _forget(noted: dict[int, Any], key: int) -> Any:
+    """A weak reference's callback: the entry ``key`` of ``noted`` goes with its tensor
+    (an intermediate inside a vmap leaves no entry behind)."""
+
+    def gone(ref: Any) -> None:
+        hit = noted.get(key)
+        if hit is not None and hit[0] is ref:
+            del noted[key]
+
+    return gone
+
+
 class FuncTransforms(OpCalls):
     def node_of(self, t: torch.Tensor) -> TensorNode:
         raise NotImplementedError  # ops.py
@@ -113,7 +125,8 @@ class FuncTransforms(OpCalls):
                 return
             op = "vmap" if _F.is_batchedtensor(inner) else "unwrap"
             inner = _F.get_unwrapped(inner)
-            self.unwrapped[id(inner)] = (weakref.ref(inner), node, op, outer)
+            key = id(inner)
+            self.unwrapped[key] = (weakref.ref(inner, _forget(self.unwrapped, key)), node, op, outer)
 
     def _handed_out(self, t: torch.Tensor, scope: ModuleNode) -> TensorNode | None:
         """``t`` (or its base, for ``out_dims``) is a tensor vmap handed out: its node, made
