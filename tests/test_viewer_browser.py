@@ -445,3 +445,13 @@ def test_a_failed_recording_opens_with_its_error(browser: Browser, tmp_path: Pat
     failed = module_id(partial.graph, "b")
     assert "tv-failed" in node(browser, failed).get_attribute("class")
     assert_clean(browser)
+
+
+def test_a_model_nested_as_deep_as_its_forward_runs_opens(browser: Browser, tmp_path: Path) -> None:
+    from .test_wrong_graphs import nested, plain_max_depth
+
+    levels = plain_max_depth("cpu") * 9 // 10
+    g = tv.draw_graph(nested(levels), input_size=(1, 2), depth=10**6, expand_nested=True)
+    browser.open(g.save(tmp_path / "deep.html"))
+    assert len(clusters(browser)) == levels - 1  # every Nest below the root is an open box
+    assert_clean(browser)
