@@ -348,34 +348,6 @@ def test_llama_70b_opens_and_its_80_layers_unfold(browser: Browser, tmp_path: Pa
     assert_clean(browser)
 
 
-# -- notebooks: several outputs on one page, the library once ------------------------------------
-NOTEBOOK = """<!DOCTYPE html><html><head><meta charset="utf-8">
-<script>/* RequireJS as the classic notebook loads it: UMD files must not call it */
-window.define = function () {{ throw new Error("Mismatched anonymous define()"); }}; window.define.amd = {{}};</script>
-</head><body>{}</body></html>"""
-
-
-def test_notebook_outputs_share_one_library(browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(viewer_html, "_library_sent", False)
-    cnn = tv.draw_graph(CNN(), input_size=(1, 3, 16, 16))
-    first = cnn.interactive()._repr_html_()  # carries the library
-    second = cnn.view(depth=1).interactive()._repr_html_()  # does not
-    assert viewer_html.library() in first and viewer_html.library() not in second
-    # outputs in page order, and an output whose library arrives only later (rendered out of order)
-    for order in ((first, second), (second, first)):
-        page = tmp_path / "notebook.html"
-        page.write_text(NOTEBOOK.format("\n".join(f'<div class="output">{o}</div>' for o in order)), encoding="utf-8")
-        browser.open(page)
-        counts = [
-            int(e.get_attribute("data-nodes")) for e in browser.driver.find_elements(By.CSS_SELECTOR, ".tv-viewer")
-        ]
-        want = [len(cnn.get_view().nodes), len(cnn.view(depth=1).get_view().nodes)]
-        assert counts == (want if order[0] is first else want[::-1])
-        assert browser.js("return typeof window.ELK === 'function' && window.tensorview.viewers.length") == 2
-        assert len(browser.driver.find_elements(By.CSS_SELECTOR, "style[data-tensorview]")) == 1
-        assert_clean(browser)
-
-
 def test_a_view_too_big_to_lay_out_waits_to_be_asked(browser: Browser, tmp_path: Path) -> None:
     model = nn.Sequential(*[nn.Sequential(nn.Linear(2, 2), nn.Tanh()) for _ in range(1300)])
     graph = tv.draw_graph(model, input_size=(1, 2), fold=False, source=False)

@@ -14,14 +14,16 @@ bytes or text from a drawing.  Adding a format is one ``register`` call:
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import choices_error
 from ..graph import Graph, View, ViewOptions
-from .executable import run_dot
+from .executable import run_dot, with_graph_attrs
 from .options import RenderOptions
 
 
@@ -44,6 +46,8 @@ class Drawing(Protocol):
 
     def to_json(self) -> dict[str, object]: ...
 
+    def svg(self) -> str: ...
+
 
 @dataclass(frozen=True)
 class Format:
@@ -57,6 +61,9 @@ class Format:
     display: bool = False
     #: what a notebook shows when it differs from the file (the html viewer's output)
     inline: Callable[[Drawing], str | bytes] | None = None
+    #: a static picture: a notebook shows every picture format it can make in one output
+    #: (``image/svg+xml`` for trusted notebooks, ``image/png`` where SVG is not shown)
+    picture: bool = False
 
 
 _FORMATS: dict[str, Format] = {}
@@ -109,8 +116,59 @@ def _graph_json(d: Drawing) -> str:
     return json.dumps(d.to_json(), indent=1, allow_nan=False)  # strict JSON (serialize.py writes NaN as "NaN")
 
 
-register(Format("svg", ("svg",), "image/svg+xml", _dot_output("svg"), needs_dot=True, display=True))
-register(Format("png", ("png",), "image/png", _dot_output("png"), needs_dot=True))
+#: a notebook's PNG is at most this big (inches at 96 dpi: 9,600 px a side); Graphviz scales
+#: a larger drawing down to it (``save("x.png")`` keeps the full size)
+PNG_SIZE = "100,100"
+_SVG_ROOT = re.compile(r"<svg\b([^>]*)>")
+
+
+def scaled_svg(svg: str) -> str:
+    """The SVG with its root element told to shrink to the width it is given, keeping its
+    proportions (Graphviz writes a ``viewBox``) and never growing past its own size;
+    ``data-tensorview`` marks it as tensorview's picture (the viewer hides it, notebook.py)."""
+
+    def root(m: re.Match[str]) -> str:
+        if "style=" in m.group(1):
+            return m.group(0)
+        return f'<svg data-tensorview="picture" style="max-width: 100%; height: auto;"{m.group(1)}>'
+
+    return _SVG_ROOT.sub(root, svg, count=1)
+
+
+def _notebook_svg(d: Drawing) -> str:
+    return scaled_svg(d.svg())
+
+
+def _notebook_png(d: Drawing) -> str:
+    """A PNG no bigger than ``PNG_SIZE``, base64 as notebooks store it."""
+    png = run_dot(with_graph_attrs(d.source, {"size": PNG_SIZE}), "png")
+    return base64.b64encode(png).decode("ascii")
+
+
+register(
+    Format(
+        "svg",
+        ("svg",),
+        "image/svg+xml",
+        _dot_output("svg"),
+        needs_dot=True,
+        display=True,
+        inline=_notebook_svg,
+        picture=True,
+    )
+)
+register(
+    Format(
+        "png",
+        ("png",),
+        "image/png",
+        _dot_output("png"),
+        needs_dot=True,
+        display=True,
+        inline=_notebook_png,
+        picture=True,
+    )
+)
 register(Format("pdf", ("pdf",), "application/pdf", _dot_output("pdf"), needs_dot=True))
 register(Format("dot", ("gv", "dot"), "text/vnd.graphviz", lambda d: d.source))
 register(Format("json", ("json",), "application/json", _graph_json))

@@ -53,6 +53,7 @@
       else if (a === "in") vw.canvas.zoom(1.25);
       else if (a === "out") vw.canvas.zoom(0.8);
       else if (a === "svg") download(vw);
+      else if (a === "cancel") vw.cancel();
     });
     root.querySelector(".tv-toolbar").addEventListener("change", function (ev) {
       var name = ev.target.getAttribute("data-toggle-option");

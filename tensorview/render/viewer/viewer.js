@@ -69,7 +69,8 @@
       label.appendChild(document.createTextNode(" " + t[1]));
     });
     if (this.g.error) h("span", { class: "tv-error", title: this.g.error }, bar, "forward raised: " + this.g.error);
-    this.status = h("span", { class: "tv-status" }, bar);
+    this.status = h("span", { class: "tv-status", role: "status", "aria-live": "polite" }, bar);
+    this.cancelButton = h("button", { type: "button", "data-action": "cancel", title: "Stop laying out; the drawing before stays", "aria-label": "Cancel the layout", hidden: "" }, bar, "Cancel");
     this.results = h("div", { class: "tv-results", hidden: "" }, root);
     this.crumbs = h("div", { class: "tv-breadcrumb" }, root);
     var main = h("div", { class: "tv-main" }, root);
@@ -137,15 +138,15 @@
     this.root.setAttribute("data-state", "busy");
     var before = anchor !== null && anchor !== undefined ? this._screenOf(anchor) : null;
     var t0 = performance.now();
-    var view = (this.view = V.build(this.g, this.state));
+    var previous = this.view, view = (this.view = V.build(this.g, this.state));
     if (view.nodes.length > LAYOUT_LIMIT && !job.force) {
       this._tooBig(view, anchor);
       this.root.setAttribute("data-state", "ready");
       return Promise.resolve();
     }
-    this.status.textContent = "laying out " + view.nodes.length + " nodes…";
+    var ticker = this._progress(view.nodes.length, t0);
     var running = TV.layout
-      .layout(view, this.lines.bind(this), this.header.bind(this), this.dir)
+      .layout(view, this.lines.bind(this), this.header.bind(this), this.dir, this)
       .then(function (pos) {
         self.pos = pos;
         self.canvas.draw(view, pos, {
@@ -163,15 +164,38 @@
         self.root.setAttribute("data-nodes", String(view.nodes.length));
       })
       .catch(function (err) {
+        if (err && err.cancelled) {
+          self.view = previous;
+          self.status.textContent = "layout cancelled: the drawing is the one before";
+          return;
+        }
         self.status.textContent = "layout failed: " + (err && err.message ? err.message : String(err));
         if (window.console) console.warn("tensorview: layout failed", err);
       })
       .then(function () {
+        clearInterval(ticker);
+        self.cancelButton.hidden = true;
         if (self._running === running) self._running = null;
         if (!self._next && !self._running) self.root.setAttribute("data-state", "ready");
       });
     this._running = running;
     return running;
+  };
+
+  // "laying out N nodes… 3 s" while the worker runs, with the cancel button shown
+  Viewer.prototype._progress = function (count, t0) {
+    var self = this, say = function () {
+      var s = Math.round((performance.now() - t0) / 1000);
+      self.status.textContent = "laying out " + count + " nodes…" + (s >= 1 ? " " + s + " s" : "");
+    };
+    say();
+    this.cancelButton.hidden = false;
+    return setInterval(say, 500);
+  };
+
+  /** Stop the layout under way (the drawing before it stays); whether one ran. */
+  Viewer.prototype.cancel = function () {
+    return TV.worker.cancel(this);
   };
 
   // a view too big to lay out at once: say so, and lay it out only when asked
@@ -302,6 +326,16 @@
       clusters: v.clusters.map(function (c) { return [c.id, c.parent]; }),
       folded: v.folded,
     };
+  };
+
+  /** The viewer's style sheet, once per document (an output in an iframe has its own). */
+  TV.addStyle = function (host) {
+    var doc = host.ownerDocument;
+    if (doc.querySelector("style[data-tensorview]")) return;
+    var style = doc.createElement("style");
+    style.setAttribute("data-tensorview", "");
+    style.textContent = TV.cssText;
+    (doc.head || doc.documentElement).appendChild(style);
   };
 
   TV.Viewer = Viewer;
