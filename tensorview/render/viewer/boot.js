@@ -80,9 +80,17 @@
     return;
   }
   say("loading the interactive viewer…");
-  Promise.all([library(), gunzip(parts.data)])
+  // a task of its own for each step, so that none holds the page for long
+  function later(value) {
+    return new Promise(function (resolve) { setTimeout(function () { resolve(value); }, 0); });
+  }
+
+  Promise.all([library().then(later), gunzip(parts.data)])
     .then(function (got) {
-      var TV = got[0], payload = JSON.parse(got[1]);
+      return later([got[0], JSON.parse(got[1])]);
+    })
+    .then(function (got) {
+      var TV = got[0], payload = got[1];
       if (!host.isConnected) return; // the output was removed meanwhile
       host.textContent = "";
       TV.addStyle(host);

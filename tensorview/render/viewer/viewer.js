@@ -11,7 +11,7 @@
   "use strict";
   var TV = (window.tensorview = window.tensorview || {});
   var V = TV.view, MODULE = TV.MODULE, TENSOR = TV.TENSOR;
-  // a view with more drawn nodes waits for the user to ask for its (slow) layout
+  // a view with more drawn nodes waits for the user to ask for its (slow, minutes) layout
   var LAYOUT_LIMIT = 1500;
 
   function h(tag, attrs, parent, content) {
@@ -20,6 +20,11 @@
     if (content !== undefined) e.textContent = content;
     if (parent) parent.appendChild(e);
     return e;
+  }
+
+  // a promise resolved in a later task: long work is cut into tasks the page can answer between
+  function later() {
+    return new Promise(function (resolve) { setTimeout(resolve, 0); });
   }
 
   function Viewer(host, data, config) {
@@ -45,7 +50,8 @@
     this._next = null; // the redraw asked for while one runs
     this._build(host);
     TV.active = this;
-    this.ready = this.refresh(null);
+    var self = this;
+    this.ready = later().then(function () { return self.refresh(null); });
   }
 
   Viewer.prototype._build = function (host) {
@@ -145,8 +151,11 @@
       return Promise.resolve();
     }
     var ticker = this._progress(view.nodes.length, t0);
-    var running = TV.layout
-      .layout(view, this.lines.bind(this), this.header.bind(this), this.dir, this)
+    var running = later()
+      .then(function () {
+        // the layout's input is made in a task of its own (the view took this one)
+        return TV.layout.layout(view, self.lines.bind(self), self.header.bind(self), self.dir, self);
+      })
       .then(function (pos) {
         self.pos = pos;
         self.canvas.draw(view, pos, {
@@ -203,7 +212,7 @@
     var self = this, note = h("div", { class: "tv-too-big" }, this.stage);
     this.pos = { nodes: new Map(), clusters: new Map(), edges: [], width: 0, height: 0 };
     this.canvas.draw({ nodes: [], edges: [], clusters: [] }, this.pos, {});
-    h("p", {}, note, "This view has " + view.nodes.length + " nodes (more than " + LAYOUT_LIMIT + "): laying it out takes about 5 s per 1,000 nodes, and the page waits meanwhile. Close modules or fold repeats, or");
+    h("p", {}, note, "This view has " + view.nodes.length + " nodes (more than " + LAYOUT_LIMIT + "): laying it out takes about 5 s per 1,000 nodes or more (in the background: Cancel stops it). Close modules or fold repeats, or");
     var go = h("button", { type: "button" }, note, "lay it out anyway");
     go.addEventListener("click", function () {
       note.remove();
