@@ -251,3 +251,101 @@ def test_a_viewer_works_when_the_outputs_before_it_are_gone(notebook: Any, brows
     browser.driver.get(path.as_uri())
     browser.wait_ready()
     assert node_counts(browser) == [len(cnn().view(depth=1).get_view().nodes)]
+
+
+# -- fits the front-end: theme, wheel, keyboard, names --------------------------------------------
+def open_output(b: Browser, tmp_path: Path, body_attrs: str = "", name: str = "output.html") -> tv.ComputationGraph:
+    graph = cnn()
+    b.console()  # what earlier pages logged (nbconvert's pages fetch their CDN scripts) is theirs
+    path = tmp_path / name
+    path.write_text(
+        page(f'<div class="output">{graph.interactive()._repr_html_()}</div>').replace(
+            "<body>", f"<body {body_attrs}>"
+        ),
+        encoding="utf-8",
+    )
+    b.open(path)
+    return graph
+
+
+def canvas_colour(b: Browser) -> str:
+    return str(b.js("return getComputedStyle(document.querySelector('.tv-canvas')).backgroundColor"))
+
+
+def test_the_viewer_follows_the_pages_theme(browser: Browser, tmp_path: Path) -> None:
+    dark, light = "rgb(30, 30, 30)", "rgb(255, 255, 255)"
+    open_output(browser, tmp_path, 'data-jp-theme-light="false"')  # JupyterLab, a dark theme
+    assert canvas_colour(browser) == dark
+    browser.js("document.body.setAttribute('data-jp-theme-light', 'true')")  # the user switches theme
+    wait_for(browser, "return !document.querySelector('.tv-viewer').classList.contains('tv-dark')", 5)
+    assert canvas_colour(browser) == light
+    open_output(browser, tmp_path, 'class="vscode-dark"', "vscode.html")  # VS Code's dark themes
+    assert canvas_colour(browser) == dark
+    toolbar = browser.js("return getComputedStyle(document.querySelector('.tv-toolbar')).backgroundColor")
+    assert toolbar == "rgb(37, 37, 38)"
+    open_output(browser, tmp_path, name="plain.html")
+    assert canvas_colour(browser) == light
+    browser.driver.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]}
+    )
+    try:
+        wait_for(browser, "return document.querySelector('.tv-viewer').classList.contains('tv-dark')", 5)
+        assert canvas_colour(browser) == dark
+        browser.screenshot("viewer-os-dark.png")
+    finally:
+        browser.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    assert not errors(browser)
+
+
+WHEEL = """
+var c = document.querySelector('.tv-canvas'), r = c.getBoundingClientRect(), v = tensorview.viewers[0];
+var before = v.canvas.scale;
+var ev = new WheelEvent('wheel', {deltaY: -200, clientX: r.left + r.width / 2, clientY: r.top + r.height / 2,
+                                  bubbles: true, cancelable: true, ctrlKey: arguments[0]});
+c.dispatchEvent(ev);
+return [ev.defaultPrevented, v.canvas.scale > before];"""
+
+
+def test_in_a_notebook_the_wheel_scrolls_the_page_until_the_viewer_is_clicked(browser: Browser, tmp_path: Path) -> None:
+    open_output(browser, tmp_path)
+    assert browser.js(WHEEL, False) == [False, False]  # the notebook scrolls
+    assert browser.js(WHEEL, True) == [True, True]  # Ctrl + wheel zooms
+    browser.driver.find_element(By.CSS_SELECTOR, ".tv-canvas").click()
+    assert browser.js(WHEEL, False) == [True, True]  # after a click the wheel zooms
+    browser.driver.find_element(By.TAG_NAME, "body").click()
+
+
+def test_keyboard_and_screen_reader_basics(browser: Browser, tmp_path: Path) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    graph = open_output(browser, tmp_path)
+    # every button has a name; every node has one (its label) and takes the focus
+    unnamed = browser.js(
+        "return Array.from(document.querySelectorAll('.tv-viewer button')).filter(function (b) {"
+        " return !(b.getAttribute('aria-label') || b.textContent.trim()); }).length"
+    )
+    assert unnamed == 0
+    labels = browser.js(
+        "return Array.from(document.querySelectorAll('.tv-node')).map(function (n) {"
+        " return [n.getAttribute('aria-label'), n.getAttribute('tabindex'), n.getAttribute('role')]; })"
+    )
+    assert len(labels) == len(graph.get_view().nodes)
+    assert all(label and tab == "0" and role == "button" for label, tab, role in labels)
+    # Tab from the page's start reaches the search box first, and its focus is visible
+    browser.js("document.activeElement.blur(); window.scrollTo(0, 0)")
+    ActionChains(browser.driver).send_keys(Keys.TAB).perform()
+    assert browser.js("return document.activeElement.classList.contains('tv-search')")
+    assert browser.js("return getComputedStyle(document.activeElement).outlineStyle") == "solid"
+    # a module node, focused with the keyboard: outlined, and Enter opens it
+    module = next(n for n in graph.get_view().nodes if isinstance(graph.graph.nodes[n.id], tv.ModuleNode))
+    path = graph.graph.nodes[module.id].path
+    browser.js(f"document.querySelector('.tv-node[data-id=\"{module.id}\"]').focus()")
+    rect = f".tv-node[data-id='{module.id}'] .tv-node-rect"
+    ActionChains(browser.driver).send_keys(Keys.ENTER).perform()
+    browser.wait_ready()
+    assert browser.driver.find_elements(By.CSS_SELECTOR, f'.tv-cluster[data-cluster="{module.id}"]'), path
+    head = browser.driver.find_element(By.CSS_SELECTOR, f'.tv-cluster[data-cluster="{module.id}"] .tv-cluster-head')
+    assert head.get_attribute("aria-label").startswith("Close ") and head.get_attribute("tabindex") == "0"
+    assert not browser.driver.find_elements(By.CSS_SELECTOR, rect)  # drawn as an opened box now
+    assert not errors(browser)

@@ -40,6 +40,17 @@
       if (vw.g.kind[id] === MODULE) vw.open(id);
       else if (v && v.group) vw.ungroup(id);
     });
+    // the keyboard: Enter or Space on a focused node, header or repeat button acts as a click
+    vw.stage.addEventListener("keydown", function (ev) {
+      if ((ev.key === "Enter" || ev.key === " ") && ev.target.closest && ev.target.closest("[role=button]")) {
+        ev.preventDefault();
+        ev.target.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+      }
+    });
+    vw.stage.addEventListener("focusin", function (ev) {
+      var t = ev.target.closest && ev.target.closest("[data-id]");
+      if (t) details(vw, Number(t.getAttribute("data-id")));
+    });
     vw.stage.addEventListener("mouseover", function (ev) {
       var t = ev.target.closest("[data-id]");
       if (t) details(vw, Number(t.getAttribute("data-id")));

@@ -27,6 +27,37 @@
     return new Promise(function (resolve) { setTimeout(resolve, 0); });
   }
 
+  /** Whether the page around ``el`` is dark: JupyterLab's theme attribute, VS Code's body
+   * class, else the system's ``prefers-color-scheme``. */
+  function isDark() {
+    var b = document.body;
+    if (b) {
+      var jp = b.getAttribute("data-jp-theme-light");
+      if (jp === "false") return true;
+      if (jp === "true") return false;
+      if (b.classList.contains("vscode-dark") || b.classList.contains("vscode-high-contrast") && !b.classList.contains("vscode-high-contrast-light")) return true;
+      if (b.classList.contains("vscode-light") || b.classList.contains("vscode-high-contrast-light")) return false;
+    }
+    return !!(window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches);
+  }
+
+  /** Keep ``root``'s ``tv-dark`` class in step with the page's theme while it is in the page. */
+  function followTheme(root) {
+    var apply = function () {
+      if (!root.isConnected && observer) return stop();
+      root.classList.toggle("tv-dark", isDark());
+    };
+    var media = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+    var observer = window.MutationObserver ? new MutationObserver(apply) : null;
+    function stop() {
+      if (observer) observer.disconnect();
+      if (media && media.removeEventListener) media.removeEventListener("change", apply);
+    }
+    if (observer && document.body) observer.observe(document.body, { attributes: true, attributeFilter: ["class", "data-jp-theme-light"] });
+    if (media && media.addEventListener) media.addEventListener("change", apply);
+    apply();
+  }
+
   function Viewer(host, data, config) {
     config = config || {};
     var opts = Object.assign(
@@ -55,7 +86,8 @@
   }
 
   Viewer.prototype._build = function (host) {
-    var self = this, root = (this.root = h("div", { class: "tv-viewer", "data-state": "busy", tabindex: "-1" }, host));
+    var self = this, root = (this.root = h("div", { class: "tv-viewer", "data-state": "busy", tabindex: "-1", role: "region", "aria-label": "tensorview viewer: " + (this.config.name || "model") }, host));
+    followTheme(root);
     var colors = this.config.colors || {};
     Object.keys(colors).forEach(function (k) {
       var c = String(colors[k]);
@@ -64,10 +96,10 @@
     });
     var bar = h("div", { class: "tv-toolbar" }, root);
     h("span", { class: "tv-name" }, bar, this.config.name || "model");
-    this.searchBox = h("input", { class: "tv-search", type: "search", placeholder: "Search path, class or op  ( / )", spellcheck: "false" }, bar);
+    this.searchBox = h("input", { class: "tv-search", type: "search", placeholder: "Search path, class or op  ( / )", spellcheck: "false", "aria-label": "Search module paths, classes and ops" }, bar);
     this.searchCount = h("span", { class: "tv-search-count" }, bar);
     var buttons = [["fit", "Fit", "Fit to screen (f)"], ["in", "+", "Zoom in"], ["out", "−", "Zoom out"], ["svg", "SVG", "Export the current view as SVG"]];
-    buttons.forEach(function (b) { h("button", { type: "button", "data-action": b[0], title: b[2] }, bar, b[1]); });
+    buttons.forEach(function (b) { h("button", { type: "button", "data-action": b[0], title: b[2], "aria-label": b[2] }, bar, b[1]); });
     this.toggles = {};
     [["fold", "fold repeats"], ["tensors", "inner tensors"], ["params", "parameters"], ["shapes", "shapes"]].forEach(function (t) {
       var label = h("label", { class: "tv-toggle" }, bar);
@@ -347,6 +379,7 @@
     (doc.head || doc.documentElement).appendChild(style);
   };
 
+  TV.isDark = isDark;
   TV.Viewer = Viewer;
   TV.viewers = TV.viewers || [];
   TV.mount = function (host, data, config) {
