@@ -126,8 +126,8 @@ NOTEBOOK_CELLS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def notebook() -> Any:
+def executed() -> Any:
+    """The notebook of ``NOTEBOOK_CELLS``, run by a kernel (nbclient), outputs as stored."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in NOTEBOOK_CELLS])
@@ -135,6 +135,11 @@ def notebook() -> Any:
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
     ).execute()
     return nb
+
+
+@pytest.fixture(scope="module")
+def notebook() -> Any:
+    return executed()
 
 
 def outputs_of(nb: Any) -> list[list[dict[str, Any]]]:
