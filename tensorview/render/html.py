@@ -122,7 +122,7 @@ def viewer_markup(d: Drawing, *, height: int | None, inline: bool, library_: boo
     """One viewer: comments (library, data, height, start code) and the script that starts
     it; ``height`` None fills the parent (the standalone page); ``picture``: the output
     before this one is its picture, which the viewer hides when it starts."""
-    uid = uuid.uuid4().hex  # the starter's id, for pages that run scripts without currentScript
+    uid = uuid.uuid4().hex[:16]  # the starter's id, for pages that run scripts without currentScript
     data = packed(json.dumps(payload(d, inline), separators=(",", ":"), allow_nan=False))
     parts = [library() if library_ else "", f"<!--tv:data:\n{data}-->"]
     if height is not None:

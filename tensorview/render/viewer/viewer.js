@@ -383,6 +383,8 @@
   TV.Viewer = Viewer;
   TV.viewers = TV.viewers || [];
   TV.mount = function (host, data, config) {
+    // viewers whose output left the page (a re-run cell) are let go
+    TV.viewers = TV.viewers.filter(function (v) { return v.root.isConnected; });
     var viewer = new Viewer(host, data, config);
     TV.viewers.push(viewer);
     return viewer;
