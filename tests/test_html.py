@@ -219,7 +219,11 @@ def test_a_wide_picture_is_scaled_and_its_png_capped() -> None:
     graph = tv.draw_graph(model, input_size=(1, 4), graph_dir="LR", depth=1, fold=False)
     bundle = graph._repr_mimebundle_()
     assert set(bundle) == {"image/svg+xml", "image/png", "text/plain"}
-    assert 'style="max-width: 100%; height: auto;"' in bundle["image/svg+xml"]
+    # the SVG: drawn at the output's width (front-ends show it as an <img>), proportions kept
+    root = re.search(r"<svg\b[^>]*>", bundle["image/svg+xml"]).group(0)
+    assert 'width="100%"' in root and "height=" not in root and "viewBox=" in root
+    small = re.search(r"<svg\b[^>]*>", cnn()._repr_mimebundle_()["image/svg+xml"]).group(0)
+    assert re.search(r'width="[\d.]+pt" height="[\d.]+pt"', small)  # a narrow picture keeps its size
     full = graph.svg()
     width_pt = float(re.search(r'<svg width="([\d.]+)pt"', full).group(1))
     assert width_pt * 96 / 72 > 40_000  # the drawing is wide...

@@ -104,10 +104,17 @@ def until(b: Browser, script: str, what: str, timeout: float = 120) -> Any:
 
 
 READY = "return document.querySelectorAll('.tv-viewer[data-state=ready]').length"
+#: every cell ran (no ``[*]`` prompt) and shows its outputs
+DONE = (
+    "return !Array.from(document.querySelectorAll('.jp-InputPrompt')).some(function (p) {"
+    " return p.textContent.indexOf('*') >= 0; })"
+    " && document.querySelectorAll('.jp-Notebook .jp-OutputArea-child').length === 6"
+)
 OUTPUTS = """return Array.from(document.querySelectorAll('.jp-Notebook .jp-OutputArea-child')).map(function (e) {
   var img = e.querySelector('.jp-RenderedImage img, .jp-RenderedSVG img');
   return {hidden: e.style.display === 'none', height: Math.round(e.getBoundingClientRect().height),
           image: img ? img.src.slice(0, 14) + ':' + (img.naturalWidth > 0) : '', viewer: !!e.querySelector('.tv-viewer'),
+          fits: !!img && img.naturalWidth > 0 && img.getBoundingClientRect().width <= e.getBoundingClientRect().width,
           text: e.innerText.trim().slice(0, 80)};
 });"""
 
@@ -134,11 +141,12 @@ def test_a_notebook_in_jupyter_untrusted_run_rerun_and_reopened(app: str, browse
     server = Server(app, tmp_path)
     try:
         browser.driver.get(server.url("model.ipynb"))
-        until(browser, "return document.querySelectorAll('.jp-Notebook .jp-OutputArea-child').length === 5", "outputs")
+        until(browser, "return document.querySelectorAll('.jp-Notebook .jp-OutputArea-child').length === 6", "outputs")
         time.sleep(1)
         # untrusted (this server never saw it): the pictures as PNG, the viewer outputs empty
         outputs = browser.js(OUTPUTS)
-        assert [o["image"] for o in outputs] == ["data:image/png:true"] * 2 + [""] + ["data:image/png:true", ""]
+        png = "data:image/png:true"
+        assert [o["image"] for o in outputs] == [png, png, "", png, "", png] and outputs[5]["fits"]
         assert not browser.js(READY) and all(o["height"] < 5 and not o["text"] for o in outputs[2::2])
         browser.screenshot(f"jupyter-{app}-untrusted.png")
 
@@ -149,9 +157,11 @@ def test_a_notebook_in_jupyter_untrusted_run_rerun_and_reopened(app: str, browse
         )
         browser.js("window.jupyterapp.commands.execute('notebook:run-all-cells')")
         until(browser, READY + " === 2", "two viewers")
+        until(browser, DONE, "every cell run")
         outputs = browser.js(OUTPUTS)
         # run: the viewers, their pictures hidden; draw_graph's own display stays a picture (SVG)
-        assert [o["hidden"] for o in outputs] == [False, True, False, True, False]
+        assert [o["hidden"] for o in outputs] == [False, True, False, True, False, False]
+        assert outputs[5]["fits"]  # the wide picture is scaled to the output's width
         assert outputs[0]["image"].startswith("data:image/svg") and [o["viewer"] for o in outputs[2::2]] == [True] * 2
         browser.screenshot(f"jupyter-{app}-run.png")
 
@@ -160,15 +170,17 @@ def test_a_notebook_in_jupyter_untrusted_run_rerun_and_reopened(app: str, browse
         browser.js("window.tensorview.viewers[0].root.setAttribute('data-old', '1')")
         browser.js("window.jupyterapp.commands.execute('notebook:run-cell')")
         until(browser, "return !document.querySelector('[data-old]') && " + READY[7:] + " === 2", "the re-run viewer")
+        until(browser, DONE, "the cell re-run")
         browser.js("window.jupyterapp.commands.execute('docmanager:save')")
         path = tmp_path / "model.ipynb"
         until(browser, "return !document.querySelector('.jp-mod-dirty')", "saved", 30)
         saved = nbformat.read(path, as_version=4)
-        assert [len(c.outputs) for c in saved.cells] == [0, 1, 2, 2]
+        assert [len(c.outputs) for c in saved.cells] == [0, 1, 2, 2, 1]
         browser.driver.refresh()
         until(browser, READY + " === 2", "the viewers of the reopened notebook")
+        until(browser, DONE, "the reopened notebook's outputs")
         outputs = browser.js(OUTPUTS)
-        assert [o["hidden"] for o in outputs] == [False, True, False, True, False]
+        assert [o["hidden"] for o in outputs] == [False, True, False, True, False, False]
         browser.screenshot(f"jupyter-{app}-reopened.png")
         assert not ours(browser)
     finally:

@@ -120,17 +120,26 @@ def _graph_json(d: Drawing) -> str:
 #: a larger drawing down to it (``save("x.png")`` keeps the full size)
 PNG_SIZE = "100,100"
 _SVG_ROOT = re.compile(r"<svg\b([^>]*)>")
+_SIZE = re.compile(r'\s(width|height)="([\d.]+)(pt|px)?"')
+#: a picture wider than this (CSS pixels) is drawn at the output's width
+WIDE_PX = 960
 
 
 def scaled_svg(svg: str) -> str:
-    """The SVG with its root element told to shrink to the width it is given, keeping its
-    proportions (Graphviz writes a ``viewBox``) and never growing past its own size;
-    ``data-tensorview`` marks it as tensorview's picture (the viewer hides it, notebook.py)."""
+    """The SVG as a notebook shows it: a picture wider than ``WIDE_PX`` is given
+    ``width="100%"`` (front-ends draw SVG as an ``<img>``, which then takes the output's
+    width; Graphviz's ``viewBox`` keeps the proportions), a narrower one keeps its size;
+    inline, its style shrinks it to the width it is given.  ``data-tensorview`` marks it as
+    tensorview's picture."""
 
     def root(m: re.Match[str]) -> str:
-        if "style=" in m.group(1):
+        attrs = m.group(1)
+        if "style=" in attrs:
             return m.group(0)
-        return f'<svg data-tensorview="picture" style="max-width: 100%; height: auto;"{m.group(1)}>'
+        size = {k: float(v) * (96 / 72 if unit in ("", "pt") else 1) for k, v, unit in _SIZE.findall(attrs)}
+        if size.get("width", 0) > WIDE_PX and "viewBox=" in attrs:
+            attrs = _SIZE.sub(lambda a: ' width="100%"' if a.group(1) == "width" else "", attrs)
+        return f'<svg data-tensorview="picture" style="max-width: 100%; height: auto;"{attrs}>'
 
     return _SVG_ROOT.sub(root, svg, count=1)
 
