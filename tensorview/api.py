@@ -186,6 +186,7 @@ def _record(
         probes.append(SourceProbe())
     # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
     with interrupts.deferred(interrupts.caller_frame()), contextlib.ExitStack() as stack:
+        stack.callback(torch.set_grad_enabled, torch.is_grad_enabled())  # also if torch's own guard is cut short
         if fake:  # FakeTensorMode: sizes that depend on values become symbols (recording/fake.py)
             runnable, to_fake = stack.enter_context(fake_placed(model, mode))
             args, kwargs = to_fake((args, kwargs))

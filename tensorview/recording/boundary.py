@@ -35,6 +35,7 @@ _set_tf_state: Any = getattr(torch._C, "_set_torch_function_state", None)
 
 class RootBoundary(ModuleScope):
     _mode: TorchFunctionMode
+    _probes_stopped = _reguarded = _stance_released = False
 
     def root_call(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -67,6 +68,7 @@ class RootBoundary(ModuleScope):
         self.stack.append(Frame(module, root, leaf=not module._modules))
         self.running = True
         stance = unguarded = False
+        self._probes_stopped = self._reguarded = self._stance_released = False  # (clean-up steps done)
         try:
             if self.probes is not None:
                 self.probes.start(root, module)
@@ -100,42 +102,64 @@ class RootBoundary(ModuleScope):
             self.failed(e, "", None)
             raise
         finally:
-            interrupts.block()
-            if tf_state is not None:  # a `with _Disable()` left by an interrupt in our code
-                _set_tf_state(tf_state)
-            self._pop_mode()
-            try:
-                if self.kept is not None:  # parameters the forward wrote in place (keep.py)
-                    self.kept.restore()
-                if self.probes is not None:
-                    self.probes.stop()
-                    for name, values in self.probes.layers().items():
-                        self.graph.annotations.set(name, values)
-            finally:
-                with _Disable():
-                    self._strip_escaped(module, args, kwargs)
-                self.running = False
-                self.done = True
-                self.stack.clear()
-                self.sources.clear()
-                self.mutations.clear()
-                self.originals.clear()
-                self.plain_of.clear()
-                if self.writes is not None:
-                    self.writes.close()
-                    self.writes = None
-                if unguarded:
-                    MODULE_CALL.reguard()
-                if stance:
-                    EAGER_STANCE.release()
-                self.leaky.clear()
-                # what only recording needed: a kept Recorder holds the graph and little else
-                self.module_names.clear()
-                self.found_modules.clear()
-                self.param_names.clear()
-                self.shapes.clear()
-                self.builder.close()
+            # each step to its end, also when an asynchronous exception lands in one
+            caught = interrupts.run_steps(
+                lambda: self._restore_state(tf_state),
+                lambda: self._end_probes(),
+                lambda: self._strip(module, args, kwargs),
+                lambda: self._forget(),
+                lambda: self._release_stance(unguarded, stance),
+            )
+            if caught is not None:
+                raise caught
         return out
+
+    def _restore_state(self, tf_state: Any) -> None:
+        interrupts.block()
+        if tf_state is not None:  # a `with _Disable()` left by an interrupt in our code
+            _set_tf_state(tf_state)
+        self._pop_mode()
+        if self.kept is not None:  # parameters the forward wrote in place (keep.py)
+            self.kept.restore()
+
+    def _end_probes(self) -> None:
+        probes = self.probes
+        if probes is not None and not self._probes_stopped:
+            self._probes_stopped = True
+            probes.stop()
+            for name, values in probes.layers().items():
+                self.graph.annotations.set(name, values)
+
+    def _strip(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        with _Disable():
+            self._strip_escaped(module, args, kwargs)
+
+    def _forget(self) -> None:
+        self.running = False
+        self.done = True
+        self.stack.clear()
+        self.sources.clear()
+        self.mutations.clear()
+        self.originals.clear()
+        self.plain_of.clear()
+        if self.writes is not None:
+            self.writes.close()
+            self.writes = None
+        self.leaky.clear()
+        # what only recording needed: a kept Recorder holds the graph and little else
+        self.module_names.clear()
+        self.found_modules.clear()
+        self.param_names.clear()
+        self.shapes.clear()
+        self.builder.close()
+
+    def _release_stance(self, unguarded: bool, stance: bool) -> None:
+        if unguarded and not self._reguarded:
+            MODULE_CALL.reguard()
+            self._reguarded = True
+        if stance and not self._stance_released:
+            EAGER_STANCE.release()
+            self._stance_released = True
 
     def _pop_mode(self) -> None:
         """Take our mode off the stack, with any a failed forward left above it."""

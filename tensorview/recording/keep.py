@@ -64,7 +64,7 @@ class KeptParameters:
                     self.saved[id(p)] = (p, p.detach().clone())
 
     def restore(self) -> None:
-        saved, self.saved = self.saved, {}
         with torch._C.DisableTorchFunction(), torch.no_grad():
-            for p, value in saved.values():
+            for p, value in self.saved.values():
                 p.copy_(value)
+        self.saved = {}  # after all are back: an interrupted restore runs again whole

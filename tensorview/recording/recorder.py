@@ -58,7 +58,7 @@ class BaseRecorder(Generic[R]):
         self.probes = tuple(probes)
         self.keep_parameters = keep_parameters
         self._session: Session | None = None
-        self._acquired = False  # holds a share of the nn.Module.__call__ patch
+        self._token: object | None = None  # our share of the nn.Module.__call__ patch
         self._guard: interrupts.deferred | None = None
 
     def _result(self, graph: Graph) -> R:
@@ -73,8 +73,7 @@ class BaseRecorder(Generic[R]):
                 raise TensorviewError("a Recorder is already active in this thread; recorders do not nest")
             settings = Settings(self.device, self.meta_replay, self.probes, self.keep_parameters)
             self._session = Session(self.model, settings)
-            MODULE_CALL.acquire()
-            self._acquired = True
+            self._token = MODULE_CALL.acquire()
             _tls.session = self._session
         except BaseException:
             self.__exit__(None, None, None)
@@ -82,24 +81,34 @@ class BaseRecorder(Generic[R]):
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: types.TracebackType | None) -> None:
-        err = None
-        try:
-            session = self._session
+        session = self._session
+        err: list[RecordingError] = []
+
+        def detach() -> None:
             if session is not None and getattr(_tls, "session", None) is session:
                 _tls.session = None
-            if self._acquired:
-                self._acquired = False
-                MODULE_CALL.release()
-            if session is not None and isinstance(exc, Exception) and session.failure_exc is exc:
-                err = self._recording_error(session, exc)
+
+        def release() -> None:
+            if self._token is not None:
+                MODULE_CALL.release(self._token)
+                self._token = None
+
+        def explain() -> None:
+            if session is not None and isinstance(exc, Exception) and session.failure_exc is exc and not err:
+                err.append(self._recording_error(session, exc))
             if session is not None:
                 session.failure_exc = None  # do not keep the exception (and its frames) alive
-        finally:
-            guard, self._guard = self._guard, None
-            if guard is not None:
-                guard.__exit__(None, None, None)  # a deferred Ctrl-C is raised here
-        if err is not None:
-            raise err from exc
+
+        guard = self._guard
+        restore = guard.restore if guard is not None else _nothing
+        # each step to its end, also when an asynchronous exception lands in one (interrupts.py)
+        caught = interrupts.run_steps(detach, release, explain, restore)
+        if caught is not None:
+            raise caught
+        if guard is not None:
+            guard.deliver()  # a deferred signal is raised here
+        if err:
+            raise err[0] from exc
 
     # -- results ---------------------------------------------------------------------------
     @property
@@ -133,6 +142,10 @@ class BaseRecorder(Generic[R]):
         if hint:
             add_hint(err, hint)
         return err
+
+
+def _nothing() -> None:
+    pass
 
 
 class Recorder(BaseRecorder[Graph]):
