@@ -22,6 +22,7 @@ from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
 from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
+from .recording.modes import caller_modes_hidden
 from .recording.placement import as_device, model_device, placed
 from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
 from .render.style import styler_class
@@ -178,15 +179,16 @@ def _record(
     input_size, input_data, dtypes, forward_kwargs = inputs
     fake = is_fake(device)
     dev = None if fake else as_device(device)
-    target = dev if dev is not None else model_device(model)
-    args, kwargs = make_inputs(input_size, input_data, dtypes, target)
-    kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
     probes: list[Probe] = [CostProbe(stats)] if stats else []
     if source:
         probes.append(SourceProbe())
     # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
     with interrupts.deferred(interrupts.caller_frame()), contextlib.ExitStack() as stack:
+        stack.enter_context(caller_modes_hidden())  # the caller's modes see the forward only
         stack.callback(torch.set_grad_enabled, torch.is_grad_enabled())  # also if torch's own guard is cut short
+        target = dev if dev is not None else model_device(model)
+        args, kwargs = make_inputs(input_size, input_data, dtypes, target)
+        kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
         if fake:  # FakeTensorMode: sizes that depend on values become symbols (recording/fake.py)
             runnable, to_fake = stack.enter_context(fake_placed(model, mode))
             args, kwargs = to_fake((args, kwargs))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import gc
 import inspect
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any
 
 import torch
@@ -19,6 +18,7 @@ from . import interrupts
 from .calls import ModuleScope
 from .compiled import EAGER_STANCE
 from .inference import InferenceWrites
+from .modes import close_mode_guards, hidden_modes, mode_stack, set_mode_stack
 from .modulecall import MODULE_CALL
 from .optable import MODULE_ATTRS, PLAIN_TYPES, version
 from .state import Frame
@@ -35,6 +35,7 @@ _set_tf_state: Any = getattr(torch._C, "_set_torch_function_state", None)
 
 class RootBoundary(ModuleScope):
     _mode: TorchFunctionMode
+    _theirs: list[Any] | None = None  # the modes on the stack when the root call started
     _probes_stopped = _reguarded = _stance_released = False
 
     def root_call(
@@ -54,10 +55,12 @@ class RootBoundary(ModuleScope):
     def _record_root(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        first = next(iter(flat_tensors((args, kwargs), objects=True)), None)
-        if self.device is None and first is not None and first.device.type != "cpu":
-            self.device = first.device
-        on_meta = (first is not None and first.is_meta) or (self.device is not None and self.device.type == "meta")
+        with _Disable():  # (no mode of the caller sees tensorview's own calls: modes.py)
+            first = next(iter(flat_tensors((args, kwargs), objects=True)), None)
+            if self.device is None and first is not None and first.device.type != "cpu":
+                self.device = first.device
+            on_meta = (first is not None and first.is_meta) or (self.device is not None and self.device.type == "meta")
+            inference = torch.is_inference_mode_enabled() or (first is not None and first.is_inference())
         if not on_meta:
             self.meta_cache = None  # replay is for meta only: keep it off the hot path elsewhere
         with _Disable():
@@ -65,6 +68,7 @@ class RootBoundary(ModuleScope):
         # Ctrl-C is deferred here (interrupts.py) except while the forward itself runs; the
         # finally undoes whatever of this setup happened, also after an ordinary exception
         tf_state = _get_tf_state() if _get_tf_state is not None else None
+        self._theirs = mode_stack()  # the caller's modes: put back as they are when the call ends
         self.stack.append(Frame(module, root, leaf=not module._modules))
         self.running = True
         stance = unguarded = False
@@ -77,8 +81,10 @@ class RootBoundary(ModuleScope):
             if EAGER_STANCE.eager:  # nothing is traced now: module calls skip the Dynamo guard
                 MODULE_CALL.unguard()
                 unguarded = True
-            self._mode.__enter__()
-            if torch.is_inference_mode_enabled() or (first is not None and first.is_inference()):
+            # ours at the bottom: the caller's modes see the model's calls as without us, and
+            # none of tensorview's own (which run with torch functions off)
+            set_mode_stack([self._mode, *hidden_modes(), *self._theirs])
+            if inference:
                 self.writes = InferenceWrites()  # no version counters: catch writes (inference.py)
                 self.writes.push()
             with _Disable():
@@ -95,7 +101,7 @@ class RootBoundary(ModuleScope):
             self.failure = self.failure_exc = None
         except BaseException as e:
             interrupts.block()
-            _close_mode_guards(e.__traceback__)
+            close_mode_guards(e.__traceback__)
             with _Disable():
                 self.close_methods(failed=True)
             self.builder.fail_call(root)
@@ -162,13 +168,11 @@ class RootBoundary(ModuleScope):
             self._stance_released = True
 
     def _pop_mode(self) -> None:
-        """Take our mode off the stack, with any a failed forward left above it."""
-        depth = torch._C._len_torch_function_stack()
-        for i in range(depth - 1, -1, -1):
-            if torch._C._get_function_stack_at(i) is self._mode:
-                for _ in range(depth - i):
-                    torch._C._pop_torch_function_stack()
-                return
+        """Take our mode off the stack, with any a failed forward left: the caller's modes
+        stay, as they were (idempotent)."""
+        theirs = self._theirs
+        if theirs is not None and mode_stack() != theirs:
+            set_mode_stack(theirs)
 
     def _strip_escaped(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """No RecorderTensor may outlive the recording: not in a cache object the caller
@@ -273,19 +277,3 @@ class RootBoundary(ModuleScope):
         out = map_tensors(out, unwrap)
         strip_in_place(out, recorded, unwrap)  # e.g. a KV cache object returned
         return out
-
-
-_POP_MODE_CODE = getattr(getattr(torch.overrides, "_pop_mode_temporarily", None), "__wrapped__", None)
-_POP_MODE_CODE = getattr(_POP_MODE_CODE, "__code__", None)
-
-
-def _close_mode_guards(tb: TracebackType | None) -> None:
-    """An interrupt that lands in torch's ``_pop_mode_temporarily`` (around a mode's
-    ``__torch_function__``) after it popped our mode leaves pushing it back to the
-    generator's finaliser, which runs after the recording ended and leaves our mode on the
-    stack: close such generators now, while the clean-up can still take the mode off."""
-    while tb is not None and _POP_MODE_CODE is not None:
-        gen: Any = getattr(tb.tb_frame.f_locals.get("self"), "gen", None)
-        if getattr(gen, "gi_code", None) is _POP_MODE_CODE and gen.gi_frame is not None:
-            gen.close()
-        tb = tb.tb_next
