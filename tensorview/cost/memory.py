@@ -195,7 +195,10 @@ class SavedTensors:
             if per_key is None:
                 per_key = table[self.current] = {}
             per_key[sid] = nbytes
-        return t
+            # a detached alias, as autograd saves by default: ``t`` itself, when it is an
+            # output of the op saving it, would hold its own grad_fn, a reference cycle
+            # through C++ that the garbage collector cannot see (one leak per saved output)
+            return t.detach()
 
     @staticmethod
     def _unpack(t: torch.Tensor) -> torch.Tensor:
