@@ -147,13 +147,18 @@ def _typed(
     if cls is not RecordingError:
         # made by the nearest builtin type, as the original was, then given its fields
         builtin: Any = next(c for c in base.__mro__ if c.__module__ == "builtins")
+        # (MemoryError's own __new__ refuses a class whose first builtin base is another:
+        # then the class's __new__, as calling it would)
         for new_args in (args, (message,), ()):
-            try:
-                err = builtin.__new__(cls, *new_args)
-                builtin.__init__(err, *new_args)
+            for new in (builtin.__new__, cls.__new__):
+                try:
+                    err = new(cls, *new_args)
+                    builtin.__init__(err, *new_args)
+                    break
+                except Exception:  # noqa: BLE001 - the type wants other arguments: try fewer
+                    err = None
+            if err is not None:
                 break
-            except Exception:  # noqa: BLE001 - the type wants other arguments: try fewer
-                err = None
     if err is None:
         return RecordingError(message)
     for name, value in fields.items():

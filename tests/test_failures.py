@@ -56,6 +56,7 @@ def _syntax_error() -> SyntaxError:
 
 ERRORS: list[BaseException] = [
     torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+    MemoryError("cannot allocate"),  # its own __new__ (a free list): issue 21 B4
     NotImplementedError("no kernel for this"),
     RuntimeError("plain runtime error"),
     ValueError("bad value"),
@@ -113,6 +114,32 @@ def test_recording_error_is_the_original_type_has_a_message_and_pickles(exc: Bas
     assert back.graph is not None and back.graph.graph.to_dict() == err.graph.graph.to_dict()
     if isinstance(exc, WithFields):
         assert (back.code, back.where) == (7, "inner")
+
+
+def _builtin_exceptions() -> list[type[Exception]]:
+    import builtins
+
+    return [
+        c
+        for c in vars(builtins).values()
+        if isinstance(c, type) and issubclass(c, Exception) and not issubclass(c, Warning)
+    ]
+
+
+def test_every_builtin_exception_type_is_kept() -> None:
+    """Whatever builtin type forward raises, ``except ThatType`` catches the RecordingError."""
+    from tensorview.errors import recording_error
+
+    lost = []
+    for cls in _builtin_exceptions():
+        try:
+            exc = cls("x")
+        except TypeError:  # wants other arguments (UnicodeDecodeError...): covered in ERRORS
+            continue
+        err = recording_error(exc, "forward raised")
+        if not (isinstance(err, cls) and isinstance(err, tv.RecordingError)):
+            lost.append(cls.__name__)
+    assert len(_builtin_exceptions()) > 40 and lost == []
 
 
 def test_an_error_of_a_local_class_still_pickles_as_a_recording_error() -> None:
