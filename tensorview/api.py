@@ -24,7 +24,8 @@ from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
 from .recording.modes import caller_modes_hidden
 from .recording.placement import as_device, model_device, placed
-from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
+from .render import DotRenderer, GraphvizStyler, RenderOptions, file_name, render_digraph, styler_for
+from .render.formats import save_path
 from .render.style import styler_class
 from .transform import build_view
 
@@ -142,8 +143,9 @@ def draw_graph(
         check_forward_kwargs(model, forward_kwargs, _OPTION_NAMES)
     if mode not in MODES:
         raise choices_error("mode", mode, MODES)
-    if not isinstance(source, bool):
-        raise InvalidTypeError(f"source must be True or False, got {source!r:.80}")
+    for flag, value in (("source", source), ("save_graph", save_graph)):
+        if not isinstance(value, bool):
+            raise InvalidTypeError(f"{flag} must be True or False, got {value!r:.80}")
     options = ViewOptions(
         depth=depth,
         expand_nested=expand_nested,
@@ -165,7 +167,7 @@ def draw_graph(
     if styler is not None:
         graph = graph.view(styler=styler)
     if save_graph:
-        graph.save(_save_path(directory, filename, graph_name))
+        graph.save(save_path(directory, filename, graph_name))
     return graph
 
 
@@ -237,14 +239,6 @@ def summary(
     return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
 
 
-def _save_path(directory: str, filename: str | None, graph_name: str) -> str:
-    directory = os.fsdecode(directory)
-    name = os.fsdecode(filename) if filename else graph_name
-    if not os.path.splitext(name)[1]:
-        name += ".png"  # torchview saves a PNG by default
-    return os.path.join(directory, name)
-
-
 def record(
     model: nn.Module, name: str = "model", input_shapes: Any = None, input_data: Any = None, **options: Any
 ) -> ComputationGraph:
@@ -291,6 +285,6 @@ def render_network(
     graph = record(model, name, input_shapes if input_data is None else None, input_data)
     dot = make_dot(graph, render_depth=render_depth, **styler_args)
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, (filename or name) + "." + fmt)
+    path = os.path.join(directory, (filename or file_name(name)) + "." + fmt)
     render_digraph(dot, path, fmt)
     return path

@@ -195,9 +195,8 @@ class SavedTensors:
             if per_key is None:
                 per_key = table[self.current] = {}
             per_key[sid] = nbytes
-            # a detached alias, as autograd saves by default: ``t`` itself, when it is an
-            # output of the op saving it, would hold its own grad_fn, a reference cycle
-            # through C++ that the garbage collector cannot see (one leak per saved output)
+            # a detached alias (autograd's default): a saved output ``t`` itself would hold its
+            # own grad_fn, a cycle through C++ that the garbage collector cannot see
             return t.detach()
 
     @staticmethod
