@@ -59,13 +59,24 @@ def quote(text: str) -> str:
     return '"' + "\\\n".join(_escape(text[i : i + _CHUNK]) for i in range(0, len(text), _CHUNK)) + '"'
 
 
-def _escape(text: str) -> str:
-    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
-    text = text.replace("&", "&amp;")
+def visible(text: str) -> str:
+    """``text`` with the characters XML cannot carry (and DEL, the C1 controls) as visible
+    escapes (``\\x00``, ``\\ud800``): the one rule for every output that becomes XML, DOT's
+    SVG (``quote``) and the HTML viewer's data (html.py), whose SVG export then parses.
+
+    >>> visible("a\\x01b")
+    'a\\\\x01b'
+    """
     if _UNSAFE.search(text):
-        # a doubled backslash, so that dot shows the escape (\x00) instead of reading it
-        text = _UNSAFE.sub(lambda m: "\\" + m.group().encode("unicode_escape").decode("ascii"), text)
+        return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
     return text
+
+
+def _escape(text: str) -> str:
+    # the escapes of ``visible`` first: their backslash is then doubled, so that dot shows
+    # the escape (\x00) instead of reading it
+    text = visible(text).replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
+    return text.replace("&", "&amp;")
 
 
 def attr_list(attrs: Mapping[str, object]) -> str:
