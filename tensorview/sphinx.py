@@ -165,10 +165,8 @@ class TensorviewDirective(SphinxDirective):
         try:
             built = commands.build_target(ns, progress)
             graph = commands.record(ns, built, progress)
-            if height:  # the viewer with its library (each figure works alone)
-                data = graph.interactive(height=height, library=True).html
-            else:
-                data = graph.produce(fmt)
+            # html: the viewer with its library (each figure works alone)
+            data: str | bytes = graph.interactive(height=height, library=True).html if height else graph.produce(fmt)
         except (TensorviewError, RuntimeError) as e:
             raise self.error(f"tensorview: drawing {target} failed: {e}") from e
         tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
