@@ -74,13 +74,20 @@ def _draw_actions() -> dict[str, argparse.Action]:
 ACTIONS = _draw_actions()
 
 
+def _option_type(action: argparse.Action) -> Any:
+    """How the directive reads an option: a flag, a value, or (``:open-folds:``) either."""
+    if action.nargs == 0:
+        return directives.flag
+    return directives.unchanged if action.nargs == "?" else directives.unchanged_required
+
+
 class TensorviewDirective(SphinxDirective):
     """``.. tensorview:: TARGET`` with ``tensorview draw``'s options (see the module doc)."""
 
     required_arguments = 1
     has_content = False
     option_spec: ClassVar[dict[str, Any]] = {
-        **{name: directives.flag if a.nargs == 0 else directives.unchanged_required for name, a in ACTIONS.items()},
+        **{name: _option_type(a) for name, a in ACTIONS.items()},
         "alt": directives.unchanged,
         "width": directives.length_or_percentage_or_unitless,
         "height": directives.length_or_unitless,
@@ -142,7 +149,7 @@ class TensorviewDirective(SphinxDirective):
             if name not in ACTIONS:
                 continue
             value = options[name]
-            if ACTIONS[name].nargs == 0:
+            if ACTIONS[name].nargs == 0 or (ACTIONS[name].nargs == "?" and not value):
                 argv.append(f"--{name}")
             elif name == "input-size":
                 for shape in str(value).split():
