@@ -16,7 +16,7 @@ from .cost.layers import STATS, ActivationBytes, check_stats
 from .cost.probe import CostProbe
 from .cost.summary import TRAIN_MODE_HINT, Summary, check_options
 from .drawing import ComputationGraph
-from .errors import InvalidInputError, InvalidTypeError, RecordingError, add_hint, choices_error
+from .errors import InvalidInputError, InvalidTypeError, RecordingError, add_hint, choices_error, shown
 from .graph import Graph, ViewOptions, ir_of
 from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
@@ -62,7 +62,7 @@ class Recorder(BaseRecorder[ComputationGraph]):
         super().__init__(model, device=device, meta_replay=meta_replay, probes=probes, keep_parameters=keep_parameters)
         for name, value, cls in (("options", options, ViewOptions), ("render_options", render_options, RenderOptions)):
             if value is not None and not isinstance(value, cls):
-                raise InvalidTypeError(f"{name} must be a {cls.__name__} or None, got {value!r:.80}")
+                raise InvalidTypeError(f"{name} must be a {cls.__name__} or None, got {shown(value)}")
         self.options = options
         self.render_options = render_options
 
@@ -145,7 +145,7 @@ def draw_graph(
         raise choices_error("mode", mode, MODES)
     for flag, value in (("source", source), ("save_graph", save_graph)):
         if not isinstance(value, bool):
-            raise InvalidTypeError(f"{flag} must be True or False, got {value!r:.80}")
+            raise InvalidTypeError(f"{flag} must be True or False, got {shown(value)}")
     options = ViewOptions(
         depth=depth,
         expand_nested=expand_nested,

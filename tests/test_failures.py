@@ -342,3 +342,30 @@ def test_the_copy_shares_parameters_and_records_plain_list_modules_as_copies() -
     graph = tv.draw_graph(model, input_data=torch.randn(8, 4) + 5, mode="train")
     assert torch.equal(model.norms[0].running_mean, stats)  # the copy ran, also through the list
     assert [m.path for m in graph.graph.modules()] == ["", "norms.0"]
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_a_torchscript_submodule_on_meta_says_the_cause_and_what_to_do_first() -> None:
+    """The TorchScript interpreter's 50-line error had the cause on line 11 (issue 21 C4)."""
+
+    class Scripted(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = torch.jit.script(nn.Linear(4, 4))
+            self.b = nn.ReLU()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b(self.a(x))
+
+    with pytest.raises(RuntimeError) as info:
+        tv.draw_graph(Scripted(), input_size=(2, 4), device="meta")
+    err: Any = info.value
+    lines = str(err).splitlines()
+    assert lines[0].startswith("forward raised in module 'a' (RecursiveScriptModule)")
+    assert lines[0].endswith("RuntimeError: Tensor on device cpu is not on the expected device meta!")
+    assert lines[1].startswith("module 'a' is a TorchScript module") and "device='cpu'" in lines[1]
+    assert err.hint == lines[1] and lines[3] == "the whole error:"
+    assert "The following operation failed in the TorchScript interpreter." in lines[4]
+    # what the hint says works
+    graph = tv.draw_graph(Scripted(), input_size=(2, 4), device="cpu")
+    assert [m.path for m in graph.graph.modules()] == ["", "a", "b"]

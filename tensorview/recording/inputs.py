@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import InvalidInputError, InvalidTypeError
+from ..errors import InvalidInputError, InvalidTypeError, shown
 from .tree import map_tensors
 
 #: the largest size of one dimension torch can hold
@@ -36,11 +36,7 @@ def summary(value: Any) -> str:
     device (never their values), anything else as a repr cut at 80 characters."""
     if isinstance(value, torch.Tensor):
         return f"tensor(shape={tuple(value.shape)}, dtype={value.dtype}, device={value.device})"
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
-        text = f"<{type(value).__name__} object>"
-    return text if len(text) <= 80 else text[:77] + "..."
+    return shown(value)  # (a broken __repr__ never hides the real error)
 
 
 def check_model(model: Any, who: str) -> None:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 from torch import nn
 
-from ..errors import InvalidTypeError, RecordingError, TensorviewError, add_hint, describe, recording_error
+from ..errors import InvalidTypeError, RecordingError, TensorviewError, cause_first, describe, recording_error, shown
 from ..graph import Graph
 from . import interrupts
-from .fake import failure_hint
+from .fake import failure_hint, script_hint
 from .inputs import check_model
 from .modulecall import MODULE_CALL
 from .probes import Probe
@@ -49,9 +49,18 @@ class BaseRecorder(Generic[R]):
         keep_parameters: bool = False,
     ) -> None:
         check_model(model, "Recorder")
+        for flag, value in (("meta_replay", meta_replay), ("keep_parameters", keep_parameters)):
+            if not isinstance(value, bool):
+                raise InvalidTypeError(f"{flag} must be True or False, got {type(value).__name__}: {shown(value)}")
+        if isinstance(probes, (Probe, str, bytes)) or not isinstance(probes, Iterable):
+            raise InvalidTypeError(
+                f"probes must be a list of tensorview.recording.Probe instances, got {type(probes).__name__}: "
+                f"{shown(probes)}" + (f" (pass [{type(probes).__name__}(...)])" if isinstance(probes, Probe) else "")
+            )
+        probes = tuple(probes)
         bad = [p for p in probes if not isinstance(p, Probe)]
         if bad:
-            raise InvalidTypeError(f"probes must be tensorview.recording.Probe instances, got {bad[0]!r:.80}")
+            raise InvalidTypeError(f"probes must be tensorview.recording.Probe instances, got {shown(bad[0])}")
         self.model = model
         self.device = device
         self.meta_replay = meta_replay
@@ -134,13 +143,15 @@ class BaseRecorder(Generic[R]):
         if op:
             where += f", op {op!r}"
         g.error = describe(exc)
-        message = f"forward raised in {where}: {g.error}"
+        cause, details = cause_first(g.error)  # a long error: its cause first, and what to do
+        hint = failure_hint(exc, op, session.model) or script_hint(session.model, path, cause)
+        message = f"forward raised in {where}: {cause}" + (f"\n{hint}" if hint else "")
+        if details:
+            message += f"\n\nthe whole error:\n{details}"
         partial = self._result(g) if g.root is not None else None
         # also an instance of type(exc): `except ValueError` in the caller's code keeps working
         err: RecordingError = recording_error(exc, message, graph=partial, module_path=path)
-        hint = failure_hint(exc, op, session.model)  # values needed on meta/fake: what to do
-        if hint:
-            add_hint(err, hint)
+        err.hint = hint
         return err
 
 

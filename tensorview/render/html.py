@@ -26,7 +26,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ..errors import InvalidInputError, InvalidTypeError
+from ..errors import InvalidInputError, InvalidTypeError, shown
 from ..graph import VIEW_OPTION_NAMES
 from ..graph.listing import one_line
 from .compact import encode
@@ -230,9 +230,9 @@ def fragment(d: Drawing, *, library_: bool | None = None, height: int = HEIGHT) 
 
 def _check(height: Any, library: Any) -> None:
     if not isinstance(height, int) or isinstance(height, bool) or height < 100:
-        raise InvalidInputError(f"height must be an int >= 100 (pixels), got {height!r:.80}")
+        raise InvalidInputError(f"height must be an int >= 100 (pixels), got {shown(height)}")
     if library is not None and not isinstance(library, bool):
-        raise InvalidTypeError(f"library must be True, False or None, got {library!r:.80}")
+        raise InvalidTypeError(f"library must be True, False or None, got {shown(library)}")
 
 
 class Interactive:
