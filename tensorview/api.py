@@ -70,10 +70,6 @@ class Recorder(BaseRecorder[ComputationGraph]):
         cost = next((p.record for p in self.probes if isinstance(p, CostProbe)), None)
         return ComputationGraph(graph, self.options, self.render_options, cost=cost)
 
-    def __enter__(self) -> Recorder:
-        super().__enter__()
-        return self
-
 
 def draw_graph(
     model: Any,

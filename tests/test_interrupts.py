@@ -109,3 +109,23 @@ def test_an_interrupt_inside_torchs_mode_guard_leaves_no_mode_on_the_stack() -> 
         sys.settrace(None)
     gc.collect()
     assert fired and torch._C._len_torch_function_stack() == 0
+
+
+def test_a_deferral_left_in_effect_heals_at_the_next_recording() -> None:
+    """An exception that cut a recording's clean-up short before it put the signal handlers
+    back (its frame is gone, no Recorder is open): the next recording heals it first
+    instead of taking it for an outer recording."""
+    import signal
+
+    from tensorview.recording import interrupts as guard
+
+    before = signal.getsignal(signal.SIGINT)
+
+    def interrupted_recording() -> None:
+        guard.deferred(None).__enter__()  # and never exited
+
+    interrupted_recording()
+    assert signal.getsignal(signal.SIGINT) is not before and guard._STATE.owner is not None
+    graph = tv.draw_graph(zoo.Shared(), input_size=(2, 4), depth=9)
+    assert signal.getsignal(signal.SIGINT) is before and guard._STATE.owner is None
+    assert [m.path for m in graph.graph.modules()] == ["", "fc", "fc", "fc"]

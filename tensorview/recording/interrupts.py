@@ -35,6 +35,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from .tensor import current_session
+
 #: every signal number of this platform (SIGKILL and SIGSTOP never have Python handlers)
 _SIGNALS = tuple(sorted(signal.valid_signals() - {getattr(signal, "SIGKILL", -1), getattr(signal, "SIGSTOP", -1)}))
 
@@ -43,7 +45,7 @@ class _State:
     """The one guard of the process (signals reach the main thread only)."""
 
     def __init__(self) -> None:
-        self.owner: object | None = None  # the outermost ``deferred`` in effect
+        self.owner: deferred | None = None  # the outermost ``deferred`` in effect
         self.saved: dict[int, Any] = {}  # the handlers we replaced, by signal number
         self.anchor: FrameType | None = None  # the caller's frame: its own code is not deferred
         self.deferring = False  # False while the model's forward runs
@@ -127,15 +129,22 @@ class deferred:
     """``with deferred(anchor):`` defers signals inside tensorview code for the block (see
     the module docstring); nested uses do nothing.  ``anchor`` is the caller's frame."""
 
-    __slots__ = ("anchor",)
+    __slots__ = ("anchor", "entered")
 
     def __init__(self, anchor: FrameType | None) -> None:
         self.anchor = anchor
+        self.entered: FrameType | None = None  # the frame that entered it (``_in_effect``)
 
     def __enter__(self) -> None:
         s = _STATE
-        if s.owner is not None or not _main():
+        if not _main():
             return
+        if s.owner is not None:
+            if _in_effect(s.owner):
+                return  # nested: the outer one defers
+            s.owner.restore()  # left by a recording whose clean-up was cut short: heal first
+            s.pending.clear()
+        self.entered = sys._getframe(1)
         saved = _python_handlers()
         if not saved:
             return
@@ -169,6 +178,19 @@ class deferred:
         """The signals deferred, to their handlers (after ``restore``)."""
         if _STATE.owner is None:
             _deliver()
+
+
+def _in_effect(owner: deferred) -> bool:
+    """Whether ``owner`` still guards a recording: the frame that entered it is running
+    (``draw_graph``), or a ``with Recorder`` block is open in this thread."""
+    if current_session() is not None:
+        return True
+    f: FrameType | None = sys._getframe(1)
+    while f is not None:
+        if f is owner.entered:
+            return True
+        f = f.f_back
+    return False
 
 
 def allow() -> None:

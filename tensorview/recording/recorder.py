@@ -21,6 +21,7 @@ from .tensor import _tls, current_session
 
 #: what a recorder hands back: the IR ``Graph`` here, a drawable graph in ``tensorview``
 R = TypeVar("R")
+_Self = TypeVar("_Self", bound="BaseRecorder[Any]")
 
 
 class BaseRecorder(Generic[R]):
@@ -73,21 +74,23 @@ class BaseRecorder(Generic[R]):
     def _result(self, graph: Graph) -> R:
         raise NotImplementedError
 
-    def __enter__(self) -> BaseRecorder[R]:
-        # Ctrl-C waits until the recorder is set up, or torn down again (interrupts.py)
-        self._guard = interrupts.deferred(interrupts.caller_frame())
-        self._guard.__enter__()
+    def __enter__(self: _Self) -> _Self:
+        # everything, up to the return, undone by the exit if an exception lands in it (the
+        # ``with`` statement calls no exit then)
         try:
+            # signals wait until the recorder is set up, or torn down again (interrupts.py)
+            self._guard = interrupts.deferred(interrupts.caller_frame())
+            self._guard.__enter__()
             if current_session() is not None:
                 raise TensorviewError("a Recorder is already active in this thread; recorders do not nest")
             settings = Settings(self.device, self.meta_replay, self.probes, self.keep_parameters)
             self._session = Session(self.model, settings)
             self._token = MODULE_CALL.acquire()
             _tls.session = self._session
+            return self
         except BaseException:
             self.__exit__(None, None, None)
             raise
-        return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: types.TracebackType | None) -> None:
         session = self._session
@@ -174,10 +177,6 @@ class Recorder(BaseRecorder[Graph]):
 
     def _result(self, graph: Graph) -> Graph:
         return graph
-
-    def __enter__(self) -> Recorder:
-        super().__enter__()
-        return self
 
 
 def is_patched() -> bool:
