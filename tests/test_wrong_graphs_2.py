@@ -13,6 +13,8 @@ from torch import nn
 import tensorview as tv
 from tensorview.graph import WARNING_LAYER, FunctionNode, Graph, GraphBuilder, TensorNode
 
+from .fixtures import needs
+
 
 def record(model: nn.Module, *args: Any) -> tuple[Any, Graph]:
     with tv.Recorder(model) as rec:
@@ -305,9 +307,9 @@ class MLP(nn.Module):
 
 @pytest.fixture
 def mesh() -> Any:
-    dist = pytest.importorskip("torch.distributed")
+    dist = pytest.importorskip("torch.distributed", reason=needs.DISTRIBUTED)
     if not dist.is_available():
-        pytest.skip("torch.distributed is not available")
+        pytest.skip(needs.DISTRIBUTED)
     from torch.distributed.device_mesh import init_device_mesh
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
