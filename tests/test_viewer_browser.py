@@ -25,6 +25,7 @@ from tensorview.transform import build_view
 
 from .browser import Browser, why_no_browser
 from .fixtures.cost_models import CNN, tiny_llama_config
+from .fixtures.deep import default_recursion_limit, nested, plain_max_depth
 from .fixtures.hf import causal_lm_cache_field, written_for
 
 pytestmark = [pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}"), written_for]
@@ -420,10 +421,9 @@ def test_a_failed_recording_opens_with_its_error(browser: Browser, tmp_path: Pat
 
 
 def test_a_model_nested_as_deep_as_its_forward_runs_opens(browser: Browser, tmp_path: Path) -> None:
-    from .test_wrong_graphs import nested, plain_max_depth
-
-    levels = plain_max_depth("cpu") * 9 // 10
-    g = tv.draw_graph(nested(levels), input_size=(1, 2), depth=10**6, expand_nested=True)
+    with default_recursion_limit():
+        levels = plain_max_depth("cpu") * 9 // 10
+        g = tv.draw_graph(nested(levels), input_size=(1, 2), depth=10**6, expand_nested=True)
     browser.open(g.save(tmp_path / "deep.html"))
     assert len(clusters(browser)) == levels - 1  # every Nest below the root is an open box
 

@@ -32,9 +32,10 @@ _REGISTRIES = frozenset({"_modules", "_parameters", "_buffers"})
 def _found_path(module: nn.Module, stack: list[Frame]) -> str:
     """The path of a module called inside the call of ``stack[-1]`` that was not in the
     model's tree when recording began: its name where a running call (innermost first)
-    registered it in forward (``self.attn = Attn()``: ``block.attn``, not the
-    ``_modules`` dict holding it) or a child of the caller did, else where the caller keeps it in a plain attribute,
-    list or dict (``blocks.0``), else its class under the caller (``block.ReLU``)."""
+    or a child of the caller registered it in forward (``self.attn = Attn()``:
+    ``block.attn``, not the ``_modules`` dict holding it), else where the caller keeps it
+    in a plain attribute, list or dict (``blocks.0``), else its class under the caller
+    (``block.ReLU``)."""
     for frame in reversed(stack):
         for k, v in frame.module._modules.items():
             if v is module:
