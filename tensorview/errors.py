@@ -22,6 +22,16 @@ class InvalidTypeError(TensorviewError, TypeError):
     """An argument of the wrong type: the message names the value and what is allowed."""
 
 
+class InputChoiceError(InvalidInputError, RuntimeError):
+    """``input_size`` and ``input_data`` given together or neither, or an unknown ``mode``:
+    also a ``RuntimeError``, as torchview raises for these (``except RuntimeError`` works)."""
+
+
+class InputSizeTypeError(InvalidInputError, TypeError):
+    """``input_size`` of a type that cannot be a shape (a dict, a str): also a ``TypeError``,
+    as torchview raises for these."""
+
+
 class RecordingError(TensorviewError, RuntimeError):
     """The model's forward raised while recording.
 

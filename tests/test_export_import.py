@@ -18,6 +18,7 @@ import tensorview as tv
 from tensorview.graph import FunctionNode, Graph, ModuleNode
 from tensorview.transform import ViewOptions, build_view
 
+from .fixtures import needs
 from .fixtures.cost_models import tiny_llama_config
 from .fixtures.models import InplaceMethods
 
@@ -58,7 +59,7 @@ class MLP(nn.Module):
 
 
 def _llama() -> nn.Module:
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason=needs.TRANSFORMERS)
     # eager attention: with SDPA, transformers skips the causal mask in the eager forward
     # but builds it while exporting, so the two programs differ (not the drawings)
     return transformers.AutoModel.from_config(tiny_llama_config(attn_implementation="eager"))

@@ -19,6 +19,7 @@ from tensorview.graph import annotate
 from tensorview.render import html as viewer_html
 from tensorview.render.compact import decode, encode
 
+from .fixtures import needs
 from .fixtures.cost_models import CNN
 from .fixtures.models import ZOO
 from .test_hostile_names import hostile_model
@@ -199,7 +200,7 @@ def test_compact_form_is_small() -> None:
 def test_the_viewer_files_are_package_data() -> None:
     import fnmatch
 
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    tomllib = pytest.importorskip("tomllib", reason=needs.TOMLLIB)
 
     root = Path(viewer_html.__file__).resolve().parent.parent.parent
     patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["tensorview"]

@@ -30,6 +30,7 @@ layers named in ``stats`` (see :mod:`.layers`).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -89,6 +90,10 @@ class CostProbe(Probe):
     def start(self, root: ModuleNode, module: nn.Module) -> None:
         self.record = None
         self._calls, self._modules, self._stack = [root], [module], []
+        # a dispatch mode's ``__torch_dispatch__`` (torch._disable_dynamo) imports Dynamo
+        # at its first call: here at the root, not under the deepest op of a deep model
+        importlib.import_module("torch._dynamo")
+
         self._counter = ReplayingOpFlops() if self.replay else OpFlops()
         self._saved = SavedTensors(module) if self.measure_saved and torch.is_grad_enabled() else None
         self._counter.__enter__()

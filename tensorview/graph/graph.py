@@ -48,6 +48,10 @@ class EdgeList:
     def __len__(self) -> int:
         return len(self._ids) >> 1
 
+    def has_target(self, dst: int) -> bool:
+        """Whether an edge ends at ``dst``."""
+        return dst in self._ids[1::2]
+
     def __iter__(self) -> Iterator[tuple[int, int]]:
         ids = self._ids
         return zip(ids[0::2], ids[1::2])
