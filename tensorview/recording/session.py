@@ -79,4 +79,8 @@ class Session(RootBoundary):
             return None
         if isinstance(module, self._slow_types):  # torch.compile's wrapper, fx (fxscope.py)
             return None
+        if self.stand_ins is not None and id(module) in self.stand_ins:  # runs its copy: call_module
+            return None
+        if isinstance(module, GRAPH_MODULE):  # an fx hierarchy may be rebuilt: call_module
+            return None
         return self.enter_sub(module, args, kwargs)
