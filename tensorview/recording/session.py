@@ -44,8 +44,6 @@ class Session(RootBoundary):
     def __init__(self, model: nn.Module, settings: Settings) -> None:
         super().__init__(model, settings)
         self._mode = _Mode(self)
-        #: modules whose calls take ``call_module``'s way, not the fast path
-        self._slow_types = tuple(t for t in (self.compile_wrapper, GRAPH_MODULE) if t is not None)
 
     def call_module(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -77,7 +75,8 @@ class Session(RootBoundary):
         ``fail_sub``); None for any other call, which goes through ``call_module``."""
         if not self.stack or threading.get_ident() != self.thread:
             return None
-        if isinstance(module, self._slow_types):  # torch.compile's wrapper, fx (fxscope.py)
+        wrapper = self.compile_wrapper
+        if wrapper is not None and isinstance(module, wrapper):
             return None
         if self.stand_ins is not None and id(module) in self.stand_ins:  # runs its copy: call_module
             return None
