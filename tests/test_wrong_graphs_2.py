@@ -327,6 +327,7 @@ def _calls_and_ops(g: Graph) -> list[tuple[str, str, str]]:
 @pytest.mark.filterwarnings("ignore")
 def test_fsdp2_model_in_training_mode_records(mesh: Any) -> None:
     from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import DTensor
 
     model = MLP()
     fully_shard(model.up, mesh=mesh)
@@ -337,8 +338,13 @@ def test_fsdp2_model_in_training_mode_records(mesh: Any) -> None:
         linears = [f for f in g.functions() if f.op == "linear"]
         assert [f.path for f in linears] == ["up", "down"]
         assert ("FunctionNode", "", "relu") in _calls_and_ops(g)
+        assert [f.path for f in g.functions() if f.op == "all_gather_single"] == ["", "up"]  # FSDP's hooks
         assert g.shapes(g.outputs) == [(2, 8)]
         assert all(m.training for m in model.modules())  # the caller's flags are untouched
+        # sharded again as found (the root keeps its parameters gathered after a forward)
+        assert all(type(p) is DTensor for p in model.parameters())
+    model(x).sum().backward()  # training goes on as without the recordings
+    assert all(p.grad is not None for p in model.parameters())
 
 
 @pytest.mark.filterwarnings("ignore")

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .dtensors import reshard, sharded_fsdp_groups
 from .optable import version
 from .patch import SharedPatch
 from .tensor import _tls
@@ -34,10 +35,13 @@ _Disable = torch._C.DisableTorchFunction
 
 class Undo:
     """What conversions inside forward changed on the modules, put back by ``restore``:
-    each module's parameter and buffer entries and each parameter's tensor, as first seen."""
+    each module's parameter and buffer entries and each parameter's tensor, as first seen;
+    and FSDP2 parameters sharded before the forward are sharded again."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: nn.Module) -> None:
         self.modules: dict[int, tuple[nn.Module, dict[str, Any], dict[str, Any]]] = {}
+        #: FSDP2 parameter groups sharded before the forward (dtensors.py)
+        self.sharded = sharded_fsdp_groups(model)
         #: id -> (parameter, the tensor it held, whether it was saved for an in-place write before)
         self.params: dict[int, tuple[torch.Tensor, torch.Tensor, bool]] = {}
 
@@ -52,6 +56,7 @@ class Undo:
     def restore(self, kept: Any) -> None:
         """Put everything back (before ``kept.restore``: a value saved for an in-place
         write made after the conversion is of the converted tensor, not the caller's)."""
+        reshard(self.sharded)
         modules, self.modules = self.modules, {}
         params, self.params = self.params, {}
         with _Disable(), torch.no_grad():
