@@ -379,3 +379,19 @@ def test_tensor_parallel_records_the_same_on_every_device_with_placements(mesh: 
         }
     shown = tv.ComputationGraph(cpu, tv.ViewOptions(show_params=True)).source
     assert "placement: Shard(dim=0) on mesh (4,)" in shown
+
+
+def test_an_exported_graph_module_recorded_has_its_hierarchy_and_readable_op_names() -> None:
+    x = torch.randn(3, 4)
+    gm = torch.export.export(Net(), (x,)).module()  # aten ops, nn_module_stack on each
+    out, g = record(gm, x)
+    torch.testing.assert_close(out, gm(x))
+    assert [(f.op, f.path) for f in g.functions()] == [
+        ("linear", "block.lin"),  # aten.linear.default, named as the importer names it
+        ("relu", "block"),
+        ("add", "block"),
+        ("mul", ""),
+        ("linear", "head"),
+    ]
+    block = next(m for m in g.modules() if m.path == "block")
+    assert block.cls_name == "Block" and g[block.parent].path == ""
