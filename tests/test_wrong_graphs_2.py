@@ -395,3 +395,26 @@ def test_an_exported_graph_module_recorded_has_its_hierarchy_and_readable_op_nam
     ]
     block = next(m for m in g.modules() if m.path == "block")
     assert block.cls_name == "Block" and g[block.parent].path == ""
+
+
+class SetsItsWeight(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.lin.weight.set_(torch.zeros(4, 4))  # unseen by __torch_function__
+        return self.lin(x)
+
+
+def test_tensor_set_on_a_parameter_is_warned_and_undone_for_the_caller() -> None:
+    model = SetsItsWeight()
+    weight = model.lin.weight.detach().clone()
+    ptr = model.lin.weight.data_ptr()
+    g = tv.draw_graph(model, input_size=(2, 4)).graph
+    assert model.lin.weight.data_ptr() == ptr and torch.equal(model.lin.weight, weight)  # as found
+    linear = next(f for f in g.functions() if f.op == "linear")
+    read = g.tensor(g.input_tensors(linear.id)[1])
+    assert read.source_name == "lin.weight"  # the node of the parameter as it was
+    assert "Tensor.set_" in g.warnings[0] and "'lin'" in g.warnings[0]
+    assert g.annotations.layer(WARNING_LAYER) == {read.id: g.warnings[0]}

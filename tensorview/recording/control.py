@@ -91,5 +91,5 @@ def unseen_change(path: str) -> str:
     where = f"in {path!r}" if path else "in the root module"
     return (
         f"a tensor {where} changed where tensorview cannot see (Tensor.set_, or a kernel that "
-        "calls no torch functions): its later uses are drawn from its earlier value"
+        "calls no torch functions): the graph does not show where its new value came from"
     )
