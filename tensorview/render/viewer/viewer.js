@@ -69,6 +69,8 @@
       label.appendChild(document.createTextNode(" " + t[1]));
     });
     if (this.g.error) h("span", { class: "tv-error", title: this.g.error }, bar, "forward raised: " + this.g.error);
+    var warned = this.g.warnings;  // where the recording knows the graph may be incomplete
+    if (warned.length) h("span", { class: "tv-warning", title: warned.join("\n") }, bar, "⚠ " + (warned.length > 1 ? warned.length + " warnings: " : "") + warned[0]);
     this.status = h("span", { class: "tv-status" }, bar);
     this.results = h("div", { class: "tv-results", hidden: "" }, root);
     this.crumbs = h("div", { class: "tv-breadcrumb" }, root);
