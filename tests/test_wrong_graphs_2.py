@@ -94,6 +94,9 @@ def test_cond_in_draw_graph_draws_the_branch_taken() -> None:
     g = tv.draw_graph(Cond(), input_data=torch.ones(2, 4)).graph
     assert ops(g) == ["sum", "gt", "mul"]
     assert [n.source_name for n in g.tensors() if n.is_param] == ["scale"]
+    # on meta, a predicate computed from inputs given with data has its value (values.py)
+    g = tv.draw_graph(Cond(), input_data=-torch.ones(2, 4), device="meta").graph
+    assert ops(g) == ["sum", "gt", "linear"]
 
 
 def only(items: list[Any]) -> Any:
