@@ -166,14 +166,18 @@ class ComputationGraph(TorchviewAPI):
     def interactive(self, *, height: int = 640, library: bool | None = None) -> Interactive:
         """The interactive viewer, displayed inline by Jupyter (JupyterLab, classic, VS Code):
         open and close modules and folded repeats, search, details.  ``height`` in pixels;
-        ``library``: put the viewer's scripts into this output (default: only into the
-        first viewer output of the process, as the page keeps them)."""
+        Jupyter shows two outputs: the picture (for notebooks where no script runs:
+        untrusted, GitHub, sanitised HTML) and the viewer, which hides the picture where
+        it starts.  Each viewer output carries the whole viewer (``library=False`` leaves
+        its 0.7 MB library out, for pages where another output has it)."""
         return Interactive(self, height=height, library=library)
 
     def _repr_mimebundle_(
         self, include: Iterable[str] | None = None, exclude: Iterable[str] | None = None
     ) -> dict[str, str]:
-        """The first displayable format that can be produced, and always ``text/plain``."""
+        """The picture: every displayable picture format that can be made (SVG scaled to
+        the output's width, PNG for untrusted notebooks and GitHub); where none can (no
+        Graphviz), the first other displayable format (the viewer).  Always ``text/plain``."""
         wanted = set(include) if include is not None else None
         excluded = set(exclude or ())
         bundle: dict[str, str] = {}
@@ -181,13 +185,17 @@ class ComputationGraph(TorchviewAPI):
         for fmt in formats():
             if not fmt.display or fmt.mime in excluded or (wanted is not None and fmt.mime not in wanted):
                 continue
+            if bundle and not fmt.picture:
+                break
             try:
                 data = fmt.inline(self) if fmt.inline is not None else self.produce(fmt)
             except RenderError as e:
-                text += f"\n(no drawing: {e})"
+                note = f"\n(no picture: {e})"
+                text += "" if note in text else note
                 continue
             bundle[fmt.mime] = data.decode("utf-8") if isinstance(data, bytes) else data
-            break
+            if not fmt.picture:
+                break
         if (wanted is None or "text/plain" in wanted) and "text/plain" not in excluded:
             bundle["text/plain"] = text
         return bundle

@@ -32,6 +32,16 @@ class InputSizeTypeError(InvalidInputError, TypeError):
     as torchview raises for these."""
 
 
+class InvalidDeviceError(InvalidInputError, RuntimeError):
+    """A device torch does not know or this machine does not have.  torch (and torchinfo,
+    torchview) raise ``RuntimeError`` for these, so ``except RuntimeError`` catches it too."""
+
+
+class InputConflictError(InvalidInputError, RuntimeError):
+    """Arguments that exclude each other (``input_size`` and ``input_data`` both given):
+    a ``RuntimeError`` too, as torchinfo's."""
+
+
 class RecordingError(TensorviewError, RuntimeError):
     """The model's forward raised while recording.
 

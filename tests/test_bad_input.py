@@ -17,6 +17,9 @@ from tensorview.recording import is_patched
 
 from .fixtures import models as zoo
 from .fixtures import needs
+from .fixtures.hf import written_for
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 
 @pytest.fixture

@@ -157,3 +157,28 @@ def test_an_interrupt_between_a_result_and_its_edge_leaves_a_linted_graph(monkey
     g = factory.graph
     assert calls == [(fn.id, fn.id + 1)] and (fn.id, fn.id + 1) in list(g.edges)
     g.lint()
+
+
+def test_no_bytecode_between_an_edges_two_ends() -> None:
+    """An interrupt is raised between bytecodes: at none of those inside ``EdgeList.add``
+    and ``add_into`` is an edge half added (found by this lint on the interrupt harness:
+    an edge ``linear -> linear``, its target's id appended after the interrupt)."""
+    import sys
+    from types import FrameType
+
+    edges = EdgeList()
+    odd: list[int] = []
+
+    def trace(frame: FrameType, event: str, arg: object) -> object:
+        frame.f_trace_opcodes = True
+        if event == "opcode" and len(edges._ids) % 2:
+            odd.append(frame.f_lineno)
+        return trace
+
+    sys.settrace(trace)
+    try:
+        edges.add(0, 1)
+        edges.add_into([2, 3], 4)
+    finally:
+        sys.settrace(None)
+    assert list(edges) == [(0, 1), (2, 4), (3, 4)] and not odd

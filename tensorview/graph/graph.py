@@ -34,16 +34,15 @@ class EdgeList:
             self._ids.append(d)
 
     def add(self, src: int, dst: int) -> None:
-        ids = self._ids
-        ids.append(src)
-        ids.append(dst)
+        # one call adds both ends: an interrupt (Ctrl-C, any asynchronous exception) comes
+        # between two bytecodes, never between the ends, so no half edge is ever left
+        self._ids.extend((src, dst))
 
     def add_into(self, srcs: Iterable[int], dst: int) -> None:
         """An edge from each of ``srcs`` (in order) to ``dst``."""
-        ids = self._ids
+        extend = self._ids.extend
         for s in srcs:
-            ids.append(s)
-            ids.append(dst)
+            extend((s, dst))
 
     def __len__(self) -> int:
         return len(self._ids) >> 1

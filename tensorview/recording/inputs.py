@@ -24,7 +24,7 @@ from ..errors import (
     describe,
 )
 from .tree import map_tensors
-from .values import remember
+from .values import keep_values
 
 #: the largest size of one dimension torch can hold
 MAX_DIM = 2**63 - 1
@@ -105,7 +105,7 @@ def to_device(value: Any, device: torch.device | None, what: str) -> Any:
                 f"moved to {device} (the recording device); pass device='meta' to record on "
                 f"meta (your model is copied there, not moved), or give inputs with data"
             )
-        return remember(t.to(device), t)  # on meta, small tensors keep their values (values.py)
+        return keep_values(t.to(device), t)  # on meta, small tensors keep their values (values.py)
 
     return map_tensors(value, move)
 

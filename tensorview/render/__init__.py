@@ -7,9 +7,9 @@ from .dot import BOUNDED_LAYOUT, DotRenderer, is_big
 from .escape import attr_list, quote
 from .executable import INSTALL_HINT, find_dot, render_digraph, run_dot
 from .formats import Drawing, Format, format_for, formats, register
-from .html import Interactive
 from .labels import fmt_value, label_lines, node_label
 from .node_link import JsonRenderer
+from .notebook import Interactive
 from .options import GRAPH_DIRS, LAYOUTS, RENDER_OPTION_NAMES, RenderOptions
 from .style import GraphvizStyler
 from .themes import STYLES, DarkStyler, PaperStyler, styler_for
