@@ -421,3 +421,32 @@ def test_tensor_set_on_a_parameter_is_warned_and_undone_for_the_caller() -> None
     assert read.source_name == "lin.weight"  # the node of the parameter as it was
     assert "Tensor.set_" in g.warnings[0] and "'lin'" in g.warnings[0]
     assert g.annotations.layer(WARNING_LAYER) == {read.id: g.warnings[0]}
+
+
+class Hidden(nn.Module):
+    """Stands for a C++ extension: its kernel calls no torch function."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch._C.DisableTorchFunction():
+            return torch.relu(x) * 2
+
+
+class UsesHidden(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ext = Hidden()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.ext(x) + 1
+
+
+def test_a_result_made_where_no_torch_function_ran_is_warned_on_its_module() -> None:
+    model = UsesHidden()
+    x = torch.randn(2, 4)
+    out, g = record(model, x)
+    torch.testing.assert_close(out, model(x))
+    ext = next(m for m in g.modules() if m.path == "ext")
+    assert ext.opaque and g.input_tensors(ext.id) == g.inputs
+    assert [t.id for t in g.tensors() if g.producer(t.id) == ext.id] == g.input_tensors(g.by_name("add").id)
+    assert g.warnings == [g.annotations.layer(WARNING_LAYER)[ext.id]]
+    assert g.warnings[0].startswith("Hidden at 'ext' returned a tensor made where tensorview cannot see")

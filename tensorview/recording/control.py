@@ -99,3 +99,13 @@ def unseen_change(path: str) -> str:
         f"a tensor {where} changed where tensorview cannot see (Tensor.set_, or a kernel that "
         "calls no torch functions): the graph does not show where its new value came from"
     )
+
+
+def unseen_result(path: str, cls_name: str) -> str:
+    """The warning for a module call that returned a tensor made where no torch function
+    ran (a C++ extension, code under ``DisableTorchFunction``)."""
+    where = f"{cls_name} at {path!r}" if path else f"the root module ({cls_name})"
+    return (
+        f"{where} returned a tensor made where tensorview cannot see (code that calls no torch "
+        "functions, such as a C++ extension): the ops that made it are not drawn"
+    )
