@@ -47,7 +47,7 @@ class Undo:
         #: id -> (parameter, the tensor it held before the forward)
         self.params: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         with _Disable():
-            for m in model.modules():
+            for m in _modules(model):
                 for p in m._parameters.values():
                     if p is not None and id(p) not in self.params:
                         self.params[id(p)] = (p, p.data)
@@ -59,7 +59,7 @@ class Undo:
 
     def save(self, module: nn.Module) -> None:
         """``module`` is about to be converted: note its tree's entries."""
-        for m in module.modules():
+        for m in _modules(module):
             if id(m) not in self.modules:
                 self.modules[id(m)] = (m, dict(m._parameters), dict(m._buffers))
 
@@ -84,6 +84,19 @@ class Undo:
                         del kept.saved[id(p)]
 
 
+def _modules(model: nn.Module) -> list[nn.Module]:
+    """The modules of ``model``'s tree, each once, walked without recursion (a model nested
+    as deep as its forward can run must not overflow the stack here)."""
+    seen: dict[int, nn.Module] = {}
+    stack = [model]
+    while stack:
+        m = stack.pop()
+        if id(m) not in seen:
+            seen[id(m)] = m
+            stack.extend(c for c in m._modules.values() if c is not None)
+    return list(seen.values())
+
+
 def method_name(fn: Any) -> str:
     """``to`` for the ``convert`` closure of ``Module.to``, ``half`` for ``Module.half``'s
     lambda: the method that called ``_apply``; ``_apply`` for another caller."""
@@ -94,7 +107,7 @@ def method_name(fn: Any) -> str:
 def convert(session: Any, original: Callable[..., Any], module: nn.Module, fn: Any, args: Any, kwargs: Any) -> Any:
     """``module._apply(fn, ...)`` inside the root call of ``session``."""
     with _Disable():
-        tree = list(module.modules())
+        tree = _modules(module)
         own = {id(t) for m in tree for t in (*m._parameters.values(), *m._buffers.values()) if t is not None}
         if session.undo is not None:
             session.undo.save(module)

@@ -40,7 +40,7 @@ def sharded_fsdp_groups(model: Any) -> list[Any]:
     if state_type is None:
         return []
     groups: dict[int, Any] = {}
-    for m in model.modules():
+    for m in model.modules():  # (only with FSDP imported: no deep nesting among its models)
         for hook in m._forward_pre_hooks.values():
             state = getattr(hook, "__self__", None)
             if isinstance(state, state_type):
