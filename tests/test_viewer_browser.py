@@ -496,4 +496,20 @@ def test_a_long_layout_leaves_the_page_free_and_can_be_cancelled(browser: Browse
     # a new worker takes the next layout
     click(browser, browser.driver.find_element(By.CSS_SELECTOR, '[data-toggle-option="fold"]'))
     assert ids(browser, ".tv-node") == drawn and browser.js("return tensorview.worker.where()") == "worker"
+
+
+def test_the_svg_export_of_hostile_names_parses(browser: Browser, tmp_path: Path) -> None:
+    """The viewer's SVG export is XML like ``graph.svg()``: characters XML cannot carry
+    become the same visible escapes (issue 21 C1)."""
+    from .test_hostile_names import CLASS_NAMES, NAMES, hostile_model
+
+    name = NAMES["control"] + NAMES["nul"] + NAMES["surrogate"]
+    model = hostile_model(name, cls_name=CLASS_NAMES["control_entity"])
+    graph = tv.draw_graph(model, input_size=(1, 3), graph_name="g\x01\x1b", depth=1)
+    browser.open(graph.save(tmp_path / "ctl.html"))
+    svg = browser.js("return tensorview.panel.exportSVG(tensorview.viewers[0])")
+    root = ET.fromstring(svg)  # raises ParseError unless well-formed XML
+    text = "\n".join(t for el in root.iter() for t in (el.text, *el.attrib.values()) if t)
+    assert "ctl\\x01\\x1b[31m\\x7fnul\\x00bytelone\\ud800surrogate" in text  # as graph.svg() shows it
+    assert "Ctl\\x01&#xD800;\\x1f" in text
     assert_clean(browser)

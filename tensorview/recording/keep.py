@@ -116,10 +116,10 @@ class KeptParameters:
         return self.by_storage.get(sid) if sid is not None else None
 
     def restore(self) -> None:
-        saved, self.saved = self.saved, {}
-        replaced, self.replaced = self.replaced, set()
+        saved, replaced = self.saved, self.replaced
         with torch._C.DisableTorchFunction(), torch.no_grad():
             for key, (p, value, data) in saved.items():
                 if key in replaced:  # (``p.data = x``): its own tensor again
                     p.data = data
                 p.copy_(value)
+        self.saved, self.replaced = {}, set()  # after all are back: an interrupted restore runs again whole
