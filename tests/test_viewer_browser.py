@@ -420,6 +420,22 @@ def test_a_failed_recording_opens_with_its_error(browser: Browser, tmp_path: Pat
     assert_clean(browser)
 
 
+def test_the_graph_warnings_are_said_in_the_viewer(browser: Browser, tmp_path: Path) -> None:
+    class SetStorage(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = x * 2
+            y.set_(torch.zeros(1, 4))  # unseen by __torch_function__: warned
+            return y + 1
+
+    graph = tv.draw_graph(SetStorage(), input_size=(1, 4))
+    assert len(graph.graph.warnings) == 1
+    browser.open(graph.save(tmp_path / "warned.html"))
+    banner = browser.driver.find_element(By.CSS_SELECTOR, ".tv-warning")
+    assert banner.text.startswith("⚠ a tensor in the root module changed") and "Tensor.set_" in banner.text
+    assert banner.get_attribute("title") == graph.graph.warnings[0]
+    assert_clean(browser)
+
+
 def test_a_model_nested_as_deep_as_its_forward_runs_opens(browser: Browser, tmp_path: Path) -> None:
     with default_recursion_limit():
         levels = plain_max_depth("cpu") * 9 // 10

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from ..graph import SOURCE_ROLES, ModuleNode, TensorNode
+from .control import unseen_result
 from .objects import Walk, visit
 from .ops import OpRecorder
 from .optable import version
@@ -255,8 +256,9 @@ class ModuleScope(OpRecorder):
             if type(t) is not _RT:  # one object (a fake or other foreign tensor): now the alias
                 self.sources[id(t)] = [t, alias, version(t)]
             return t
-        # a tensor we never saw: made where we could not look (scripted/C++ module)
+        # a tensor we never saw: made where we could not look (C++ code): the graph says so
         parent = self.graph.module(m.parent) if m.parent is not None else m
+        self.graph.warn(unseen_result(m.path, m.cls_name), m.id)
         return self.bind(t, self.new_result(t, parent, m))
 
     def held_results(self, m: ModuleNode, results: set[int]) -> Callable[[torch.Tensor], None]:
