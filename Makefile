@@ -4,6 +4,10 @@
 #   make bench  set up everything (plus torchview), then print the benchmark table
 #   make test-torch TORCH=torch==2.15.0
 #               the test suite against another torch, in its own virtualenv (.venv-torch)
+#   make test-latest
+#               the test suite against the newest release of every dependency but torch, in its
+#               own virtualenv (.venv-latest): what the lock will meet next (drift printed first)
+#   make lock   rewrite requirements/lock.txt from .venv-latest (after `make test-latest` passed)
 #   make vendor refresh the viewer's vendored elkjs from the npm registry (ELKJS_VERSION)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -13,27 +17,35 @@ TORCH  ?= torch==2.13.0
 # with a 3 s limit), else pip's configured index as before
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_VENV  ?= .venv-torch
+LATEST_VENV ?= .venv-latest
+# exact versions of everything installed besides torch (a pip constraints file; tools/lock.py):
+# what passed yesterday passes today. `LOCK=` (empty) installs the newest versions instead.
+LOCK ?= requirements/lock.txt
+CONSTRAINTS = $(if $(LOCK),-c $(LOCK))
 # the layout library of the HTML viewer, vendored into the package (make vendor)
 ELKJS_VERSION ?= 0.12.1
 VENDOR := tensorview/render/viewer/vendor
 
-.PHONY: setup demo test test-torch bench clean format vendor chromium
+.PHONY: setup demo test test-torch test-latest lock bench clean format vendor chromium
 
 setup: $(VENV)/.installed graphviz chromium
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	# pip and the build backend at locked versions; tensorview is built with these
+	# (--no-build-isolation), not with whatever setuptools PyPI has today
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade $(CONSTRAINTS) pip setuptools
 	# torch first, from the CPU index where reachable, so nothing below pulls CUDA packages
+	# (its own dependencies are then moved to their locked versions by the next step)
 	$(PY) -m pip install -q "$(TORCH)" $$($(PY) tools/torch_index.py "$(TORCH_INDEX)")
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --no-build-isolation $(CONSTRAINTS) -e '.[dev]'
 	touch $@
 
 # the Graphviz `dot` program: system package where we may install one, else graphviz-pure
 graphviz: $(VENV)/.installed
 	@command -v dot >/dev/null 2>&1 || ( [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq && apt-get install -y -qq graphviz >/dev/null) ) || \
-	  $(PY) -m pip install -q graphviz-pure || echo "warning: no Graphviz program; DOT and JSON output still work"
+	  $(PY) -m pip install -q $(CONSTRAINTS) graphviz-pure || echo "warning: no Graphviz program; DOT and JSON output still work"
 
 # headless Chromium and its driver for the viewer's browser tests: the system packages where
 # we may install them (else those tests are skipped and say why)
@@ -74,9 +86,24 @@ test-torch:
 	$(TORCH_VENV)/bin/python -c "import torch; print('torch', torch.__version__)"
 	$(TORCH_VENV)/bin/python -m pytest
 
+# the newest release of every dependency but torch (pinned to TORCH: a newer one would pull
+# CUDA packages), in .venv-latest; `make lock` then writes these versions into the lock
+test-latest:
+	$(MAKE) setup VENV=$(LATEST_VENV) LOCK=
+	echo "$(TORCH)" > $(LATEST_VENV)/torch-pin.txt
+	$(LATEST_VENV)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -c $(LATEST_VENV)/torch-pin.txt pip setuptools
+	$(LATEST_VENV)/bin/python -m pip install -q --upgrade --upgrade-strategy eager --no-build-isolation \
+	  -c $(LATEST_VENV)/torch-pin.txt -e '.[dev,bench]'
+	$(LATEST_VENV)/bin/python tools/lock.py drift $(LATEST_VENV)/bin/python
+	$(LATEST_VENV)/bin/python -m pytest
+
+lock:
+	test -x $(LATEST_VENV)/bin/python || $(MAKE) test-latest
+	$(LATEST_VENV)/bin/python tools/lock.py write $(LATEST_VENV)/bin/python
+
 bench: setup
-	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) -m pip install -q --no-build-isolation $(CONSTRAINTS) -e '.[bench]'
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) $(TORCH_VENV) build *.egg-info
+	rm -rf $(VENV) $(TORCH_VENV) $(LATEST_VENV) build *.egg-info

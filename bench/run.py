@@ -146,7 +146,7 @@ def run_case(case: Case, repeats: int | None) -> dict[str, Any]:
         row["tv_draw"] = f"failed: {type(e).__name__}: {e}"[:80]
         source = None
     try:
-        row["tv_summary"] = median_time(lambda: summary(model, input_data=inputs, device=device), n)
+        row["tv_summary"] = median_time(lambda: summary(model, input_data=inputs, device=device, verbose=0), n)
     except Exception as e:  # report, do not hide
         row["tv_summary"] = f"failed: {type(e).__name__}: {e}"[:80]
     row["torchview"] = torchview_time(model, inputs, device, n)
@@ -600,7 +600,8 @@ def profile_section() -> str:
     )
 
 
-def main() -> None:
+def main() -> int:
+    """Run the benchmarks; 1 when a target failed (`make bench` then fails too), else 0."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write-docs", action="store_true", help="write the result to docs/benchmarks.md")
     ap.add_argument("--only", help="run only the models whose name contains this")
@@ -696,7 +697,16 @@ def main() -> None:
             + profile_section()
         )
         print(f"wrote {doc.relative_to(ROOT)}")
+    return exit_status(results)
+
+
+def exit_status(results: list[tuple[str, bool | None, str]]) -> int:
+    """1 when a target failed (said on stderr), else 0: `make bench` fails with it."""
+    failed = [name for name, ok, _ in results if ok is False]
+    if failed:
+        print(f"\n{len(failed)} target(s) failed: {'; '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -21,7 +21,7 @@ True
 
 from . import taps
 from ._version import __version__ as __version__
-from .api import Recorder, draw_graph, make_dot, record, render_network, summary
+from .api import Recorder, draw_graph, summary
 from .drawing import ComputationGraph
 from .errors import (
     GraphLintError,
@@ -34,6 +34,7 @@ from .errors import (
 from .graph import FunctionNode, Graph, ModuleNode, TensorNode, ViewOptions
 from .recording import RecorderTensor
 from .render import GraphvizStyler, Renderer, RenderOptions
+from .torchrecorder import make_dot, record, render_network
 
 __all__ = [
     "ComputationGraph",

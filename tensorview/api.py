@@ -4,30 +4,29 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
-import graphviz
 import torch
 from torch import nn
 
-from .cost.layers import STATS, ActivationBytes, check_stats
+from .compat.attributes import AttributesProbe
+from .compat.graph_api import TorchviewExtras
+from .compat.options import check_flag, check_mode, input_slots, save_files
+from .cost.layers import ActivationBytes, check_stats
 from .cost.probe import CostProbe
-from .cost.summary import TRAIN_MODE_HINT, Summary, check_options
+from .cost.run import summarize
+from .cost.summary import Summary
 from .drawing import ComputationGraph
-from .errors import InvalidInputError, InvalidTypeError, RecordingError, add_hint, choices_error
-from .graph import Graph, ViewOptions, ir_of
+from .errors import InvalidTypeError
+from .graph import Graph, ViewOptions
 from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
 from .recording.fake import fake_placed, is_fake
-from .recording.inputs import check_forward_kwargs, check_model, make_inputs, to_device
+from .recording.inputs import check_forward_kwargs, check_model, dtypes_hint, make_inputs, to_device
 from .recording.placement import as_device, model_device, placed
-from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
-from .render.style import styler_class
-from .transform import build_view
-
-MODES = ("eval", "train", "same")
+from .render import RenderOptions, styler_for
 
 
 class Recorder(BaseRecorder[ComputationGraph]):
@@ -75,26 +74,28 @@ class Recorder(BaseRecorder[ComputationGraph]):
 
 def draw_graph(
     model: Any,
-    input_size: Any = None,
     input_data: Any = None,
-    *,
-    dtypes: Any = None,
+    input_size: Any = None,
+    graph_name: str = "model",
+    depth: int | float = 3,
     device: Any = None,
-    mode: str = "eval",
-    depth: int = 3,
+    dtypes: Any = None,
+    mode: str | None = None,
+    strict: bool = True,
     expand_nested: bool = False,
-    hide_inner_tensors: bool = True,
+    graph_dir: str | None = None,
     hide_module_functions: bool = True,
+    hide_inner_tensors: bool = True,
     roll: bool = False,
     show_shapes: bool = True,
-    show_params: bool = False,
-    fold: bool | Literal["auto"] = "auto",
-    open_folds: bool | int = False,
-    graph_dir: str = "TB",
-    graph_name: str = "model",
     save_graph: bool = False,
     filename: str | None = None,
     directory: str = ".",
+    collect_attributes: bool = False,
+    *,
+    show_params: bool = False,
+    fold: bool | Literal["auto"] = "auto",
+    open_folds: bool | int = False,
     style: str | None = None,
     source: bool = True,
     stats: str | Sequence[str] = (),
@@ -102,49 +103,52 @@ def draw_graph(
 ) -> ComputationGraph:
     """Record one forward pass of ``model`` and return a drawable ``ComputationGraph``.
 
-    Inputs: ``input_size`` (a shape or a list of shapes, with ``dtypes`` per input) or
-    ``input_data`` (a tensor, a tuple/list of positional arguments, a dict of keyword
-    arguments, or any nesting); ``forward_kwargs`` are passed to ``forward`` as well.
-    Tensors given as ``input_size`` (torchview's ``draw_graph(model, x)``) are taken as
-    ``input_data``.  ``dtypes`` applies to ``input_size`` only: with ``input_data`` it is
-    an ``InvalidInputError`` (give tensors of the wanted dtype).  Tensors in
-    ``input_data`` and ``forward_kwargs`` are moved to ``device`` (default: the model's).
-    A keyword for ``forward`` that ``forward`` does not declare by name and that is close
-    to an option name (``dept=2``) is an ``InvalidInputError`` ("did you mean depth?").
-    ``device="meta"`` records models of any size without memory; the caller's model is
-    never moved or modified (a meta copy is run instead).  ``device="fake"`` records with
-    ``FakeTensorMode`` (no memory either) where the forward needs values meta lacks:
-    ``nonzero`` and masks get symbolic sizes (``u0``), ``.item()`` a symbolic number, and
-    Hugging Face mask helpers take their tracing path.  ``mode`` is ``"eval"``,
-    ``"train"`` or ``"same"`` (leave the flags as they are); a mode other than the
-    model's, or training mode (where BatchNorm updates its statistics), runs on a copy of
-    the module tree that shares the parameters, so the caller's flags and buffers never
-    change, also not while the call runs.
-    The view options have torchview's meanings; change them later with ``graph.view(...)``.
-    ``style`` picks a named look: ``"paper"`` (figures: serif, grayscale-safe, thin lines),
-    ``"dark"`` (dark notebooks) or ``"default"``.  ``stats=("params", "flops")`` (see
-    ``tensorview.cost.STATS``) records costs (grad enabled) and shows them on the nodes.
-    ``source``: record where in your code each op and module call was made (the
-    annotation layer ``"source"``, ``"file.py:123"``, shown by the HTML viewer; a few
-    microseconds per op, see recording/source.py).
+    The arguments up to ``collect_attributes`` are torchview's, in its order and with its
+    meanings (docs/migrating.md; ``compat/options.py``: a second argument made only of
+    numbers is ``input_size``).  Inputs: ``input_data`` (any ``Mapping`` gives keyword
+    arguments, a list/tuple positional ones, else one argument: docs/recording.md#inputs) or
+    ``input_size`` (shapes, with ``dtypes`` per input, default ``torch.get_default_dtype()``;
+    ``dtypes`` with ``input_data`` is an ``InvalidInputError``); ``forward_kwargs`` go to ``forward`` too
+    (never an option of this function; one close to an option name, ``dept=2``, is an
+    ``InvalidInputError`` unless ``forward`` declares it).  Tensors are moved to ``device``
+    (default: the model's).  ``device="meta"`` records models of any size without memory
+    (a meta copy runs; the caller's model is never moved or modified); ``device="fake"``
+    records with ``FakeTensorMode`` (no memory either) where the forward needs values meta
+    lacks: ``nonzero`` and masks get symbolic sizes (``u0``), ``.item()`` a symbolic
+    number, and Hugging Face mask helpers take their tracing path.  ``mode`` is ``"eval"`` (``None``),
+    ``"train"`` or ``"same"``; a mode other than the model's runs on a copy of the module
+    tree sharing the parameters, so the caller's flags and buffers never change.
+    ``strict``: tensorview always draws one edge per pair (``×2`` on it), torchview's
+    ``strict=True`` picture; ``collect_attributes``: node objects get ``attributes``.
+    ``save_graph`` writes ``<directory>/<filename>`` (DOT, default ``<graph_name>.gv``) and
+    ``<filename>.png``.  Beyond torchview: ``show_params``, ``fold``/``open_folds``
+    (repeated blocks as one ``×N`` box), ``style`` (a named look: ``"paper"`` for figures,
+    serif, grayscale-safe, thin lines; ``"dark"`` for dark notebooks; ``"default"``),
+    ``stats=("params", "flops")`` (``tensorview.cost.STATS``: costs recorded with grad
+    enabled and shown on the nodes) and ``source`` (record where in your code each op and
+    module call was made: the annotation layer ``"source"``, ``"file.py:123"``, shown by
+    the HTML viewer; a few microseconds per op, recording/source.py).  Change the view
+    later with ``graph.view(...)``.
 
     A ``torch.export.ExportedProgram`` or a ``torch.fx.GraphModule`` is drawn from its
     graph, nothing runs: inputs are optional, checked against its input specs (see
-    docs/recording.md).
+    docs/recording.md); a GraphModule calling leaf modules is recorded when given inputs.
     """
-    program = is_program(model)
+    input_size, input_data = input_slots(input_data, input_size)
+    mode, graph_dir = check_mode(mode), "TB" if graph_dir is None else graph_dir
+    check_flag("strict", strict), check_flag("collect_attributes", collect_attributes)
+    extras = TorchviewExtras(directory, filename)  # checked before the forward runs
+    program = is_program(model, input_size is not None or input_data is not None)
     stats = check_stats(stats, runs=not program)
     if not program:
         check_model(model, "draw_graph")
     styler = styler_for(style) if style is not None else None
     if forward_kwargs:
         check_forward_kwargs(model, forward_kwargs, _OPTION_NAMES)
-    if mode not in MODES:
-        raise choices_error("mode", mode, MODES)
     if not isinstance(source, bool):
         raise InvalidTypeError(f"source must be True or False, got {source!r:.80}")
     options = ViewOptions(
-        depth=depth,
+        depth=depth,  # type: ignore[arg-type]  # a float is rounded down, inf kept as DEPTH_ALL
         expand_nested=expand_nested,
         hide_inner_tensors=hide_inner_tensors,
         hide_module_functions=hide_module_functions,
@@ -155,26 +159,37 @@ def draw_graph(
         open_folds=open_folds,
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
+    attributes = AttributesProbe() if collect_attributes else None
     if program:
         ir = import_program(model, program_inputs(model, input_size, input_data, dtypes, mode, forward_kwargs))
         graph = ComputationGraph(ir, options, render_options)
     else:
         inputs = (input_size, input_data, dtypes, forward_kwargs)
-        graph = _record(model, inputs, device, mode, stats, source, options=options, render_options=render_options)
+        probes = [attributes] if attributes is not None else []
+        graph = _record(
+            model, inputs, device, mode, stats, source, probes, options=options, render_options=render_options
+        )
+    graph.extras = replace(extras, attributes=attributes.found if attributes is not None else None)
     if styler is not None:
         graph = graph.view(styler=styler)
     if save_graph:
-        graph.save(_save_path(directory, filename, graph_name))
+        save_files(graph.source, graph.extras.directory, graph.extras.file_name(graph_name))
     return graph
 
 
 def _record(
-    model: nn.Module, inputs: Any, device: Any, mode: str, stats: Sequence[str], source: bool, **options: Any
+    model: nn.Module,
+    inputs: Any,
+    device: Any,
+    mode: str,
+    stats: Sequence[str],
+    source: bool,
+    more_probes: Sequence[Probe] = (),
+    **options: Any,
 ) -> Any:
     """One forward of ``model`` (see draw_graph); with ``stats``, with the cost probe; with
-    ``source``, with the source-location probe."""
-    if mode not in MODES:
-        raise choices_error("mode", mode, MODES)
+    ``source``, with the source-location probe; and with ``more_probes``."""
+    mode = check_mode(mode)
     input_size, input_data, dtypes, forward_kwargs = inputs
     fake = is_fake(device)
     dev = None if fake else as_device(device)
@@ -182,10 +197,12 @@ def _record(
     args, kwargs = make_inputs(input_size, input_data, dtypes, target)
     kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
     probes: list[Probe] = [CostProbe(stats)] if stats else []
+    probes.extend(more_probes)
     if source:
         probes.append(SourceProbe())
     # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
     with interrupts.deferred(interrupts.caller_frame()), contextlib.ExitStack() as stack:
+        stack.enter_context(dtypes_hint(input_size, input_data, dtypes))  # nn.Embedding given floats
         if fake:  # FakeTensorMode: sizes that depend on values become symbols (recording/fake.py)
             runnable, to_fake = stack.enter_context(fake_placed(model, mode))
             args, kwargs = to_fake((args, kwargs))
@@ -210,84 +227,27 @@ def summary(
     model: nn.Module,
     input_size: Any = None,
     input_data: Any = None,
-    *,
-    dtypes: Any = None,
-    device: Any = "meta",
-    mode: str = "train",
+    batch_dim: int | None = None,
+    cache_forward_pass: bool | None = None,
+    col_names: Sequence[str] | None = None,
+    col_width: int | None = None,
     depth: int | None = 3,
+    device: Any = "auto",
+    dtypes: Any = None,
+    mode: str = "train",
+    row_settings: Sequence[str] | None = None,
+    verbose: int | None = None,
+    *,
     optimizer: str | int = "adam",
     state_dtype: Any = None,
+    fold: bool = True,
     **forward_kwargs: Any,
 ) -> Summary:
-    """Parameters, FLOPs and memory of ``model`` per module call and in total (``print(s)``):
-    one forward with grad enabled, inputs as for ``draw_graph``, on a copy where anything
-    could change; ``optimizer``/``state_dtype``: the training memory.  docs/cost-model.md."""
+    """Parameters, FLOPs and memory of ``model`` per module call and in total: one forward
+    (grad on, inputs as for ``draw_graph``, on a copy), or without inputs the parameter
+    table; torchinfo's arguments and meanings.  docs/cost-model.md, migrating-torchinfo.md."""
     check_model(model, "summary")
     check_forward_kwargs(model, forward_kwargs, _option_names(summary))
-    check_options(depth, optimizer, state_dtype)
-    try:
-        graph = _record(model, (input_size, input_data, dtypes, forward_kwargs), device, mode, STATS, False)
-    except RecordingError as e:
-        if mode == "train" and not model.training and not e.hint:  # failed in a mode not asked for
-            add_hint(e, TRAIN_MODE_HINT)
-        raise
-    return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
-
-
-def _save_path(directory: str, filename: str | None, graph_name: str) -> str:
-    directory = os.fsdecode(directory)
-    name = os.fsdecode(filename) if filename else graph_name
-    if not os.path.splitext(name)[1]:
-        name += ".png"  # torchview saves a PNG by default
-    return os.path.join(directory, name)
-
-
-def record(
-    model: nn.Module, name: str = "model", input_shapes: Any = None, input_data: Any = None, **options: Any
-) -> ComputationGraph:
-    """Record ``model`` without rendering (torchrecorder's ``record``); returns the graph.
-
-    ``input_shapes`` is a shape or a list of shapes; ``input_data`` real inputs.
-    Extra keyword arguments are view options (``depth``, ``show_params``...)."""
-    options.setdefault("depth", 256)
-    return draw_graph(model, input_shapes, input_data, graph_name=name, **options)
-
-
-def make_dot(
-    graph: ComputationGraph | Graph,
-    render_depth: int = 256,
-    styler_cls: type[GraphvizStyler] | None = None,
-    **styler_args: Any,
-) -> graphviz.Digraph:
-    """A ``graphviz.Digraph`` of a recorded graph (a ``ComputationGraph`` or an IR
-    ``Graph``), opened down to ``render_depth`` (the view depth) with a dashed box around
-    each opened module, styled by ``styler_cls(**styler_args)`` (torchrecorder)."""
-    ir = ir_of(graph, "make_dot")
-    styler_cls = styler_class(styler_cls)
-    base = graph.options if isinstance(graph, ComputationGraph) else ViewOptions()
-    render_options = graph.render_options if isinstance(graph, ComputationGraph) else RenderOptions()
-    options = base.replace(depth=render_depth, expand_nested=True)
-    styler = (styler_cls or GraphvizStyler)(**styler_args)
-    return DotRenderer(styler).digraph(build_view(ir, options), render_options)
-
-
-def render_network(
-    model: nn.Module,
-    name: str,
-    input_shapes: Any,
-    directory: str,
-    filename: str | None = None,
-    fmt: str = "svg",
-    input_data: Any = None,
-    render_depth: int = 1,
-    **styler_args: Any,
-) -> str:
-    """One call from model to image file (torchrecorder's ``render_network``); returns the path."""
-    if not isinstance(fmt, str) or not fmt:
-        raise InvalidInputError(f"bad fmt {fmt!r}: expected a format name such as 'svg', 'png', 'pdf'")
-    graph = record(model, name, input_shapes if input_data is None else None, input_data)
-    dot = make_dot(graph, render_depth=render_depth, **styler_args)
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, (filename or name) + "." + fmt)
-    render_digraph(dot, path, fmt)
-    return path
+    inputs = (input_size, input_data, batch_dim, dtypes, forward_kwargs)
+    table = (col_names, col_width, row_settings, verbose, fold)
+    return summarize(_record, model, inputs, table, cache_forward_pass, depth, device, mode, optimizer, state_dtype)

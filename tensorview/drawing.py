@@ -14,6 +14,7 @@ from typing import Any
 
 import graphviz
 
+from .compat.graph_api import TorchviewAPI, TorchviewExtras
 from .cost.record import CostRecord
 from .cost.summary import Summary
 from .errors import InvalidInputError, InvalidTypeError, RenderError, TensorviewError, choices_error
@@ -39,9 +40,11 @@ REPR_MODULES = 40
 OPTION_NAMES = VIEW_OPTION_NAMES | RENDER_OPTION_NAMES
 
 
-class ComputationGraph:
+class ComputationGraph(TorchviewAPI):
     """A recorded forward pass, drawable in Jupyter (SVG) and savable to files, e.g.
-    ``graph.view(depth=1, roll=True).save("model.svg")``."""
+    ``graph.view(depth=1, roll=True).save("model.svg")``.  torchview's attributes
+    (``node_hierarchy``, ``edge_list``, ``traverse_graph``, ``resize_graph``...) come from
+    ``compat.graph_api.TorchviewAPI``; ``extras`` holds what only they need."""
 
     def __init__(
         self,
@@ -51,8 +54,10 @@ class ComputationGraph:
         *,
         styler: GraphvizStyler | None = None,
         cost: CostRecord | None = None,
+        extras: TorchviewExtras | None = None,
     ) -> None:
         self.graph = graph
+        self.extras = extras if extras is not None else TorchviewExtras()
         #: what the cost probe measured while recording (``draw_graph(stats=...)``,
         #: ``tv.summary``), else None
         self.cost = cost
@@ -76,9 +81,8 @@ class ComputationGraph:
             raise choices_error("view option", unknown[0], OPTION_NAMES)
         show = {k: v for k, v in changes.items() if k in VIEW_OPTION_NAMES}
         draw = {k: v for k, v in changes.items() if k in RENDER_OPTION_NAMES}
-        return ComputationGraph(
-            self.graph, self.options.replace(**show), self.render_options.replace(**draw), styler=styler, cost=self.cost
-        )
+        opts, render_opts = self.options.replace(**show), self.render_options.replace(**draw)
+        return ComputationGraph(self.graph, opts, render_opts, styler=styler, cost=self.cost, extras=self.extras)
 
     def annotate(self, *passes: AnnotationPass) -> ComputationGraph:
         """Run annotation passes on the recording (see ``tensorview.graph.annotations``);
@@ -112,10 +116,16 @@ class ComputationGraph:
 
     @property
     def visual_graph(self) -> graphviz.Digraph:
-        """The ``graphviz.Digraph`` of the current view (same text as ``source``)."""
-        digraph: graphviz.Digraph = self._cached(
-            "digraph", lambda: DotRenderer(self.styler).digraph(self.get_view(), self.render_options, self.source)
-        )
+        """The ``graphviz.Digraph`` of the current view (same text as ``source``); its
+        ``render()`` writes into ``draw_graph``'s ``directory``, as ``filename`` (default
+        ``<graph_name>.gv``), as torchview's does."""
+        digraph: graphviz.Digraph = self._cached("digraph", self._digraph)
+        return digraph
+
+    def _digraph(self) -> graphviz.Digraph:
+        digraph = DotRenderer(self.styler).digraph(self.get_view(), self.render_options, self.source)
+        digraph.directory = self.extras.directory
+        digraph.filename = self.extras.file_name(self.render_options.graph_name)
         return digraph
 
     def svg(self) -> str:
@@ -202,6 +212,7 @@ class ComputationGraph:
         lines = [head]
         if g.error:
             lines.append(f"  error: {printable(g.error)}")
+        lines.extend(f"  warning: {printable(w)}" for w in g.warnings)
         for shown, m in enumerate(g.modules()):
             if shown == REPR_MODULES:
                 lines.append(f"  … {counts['module'] - shown} more module calls")

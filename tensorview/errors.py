@@ -22,6 +22,26 @@ class InvalidTypeError(TensorviewError, TypeError):
     """An argument of the wrong type: the message names the value and what is allowed."""
 
 
+class InputChoiceError(InvalidInputError, RuntimeError):
+    """``input_size`` and ``input_data`` given together or neither, or an unknown ``mode``:
+    also a ``RuntimeError``, as torchview raises for these (``except RuntimeError`` works)."""
+
+
+class InputSizeTypeError(InvalidInputError, TypeError):
+    """``input_size`` of a type that cannot be a shape (a dict, a str): also a ``TypeError``,
+    as torchview raises for these."""
+
+
+class InvalidDeviceError(InvalidInputError, RuntimeError):
+    """A device torch does not know or this machine does not have.  torch (and torchinfo,
+    torchview) raise ``RuntimeError`` for these, so ``except RuntimeError`` catches it too."""
+
+
+class InputConflictError(InvalidInputError, RuntimeError):
+    """Arguments that exclude each other (``input_size`` and ``input_data`` both given):
+    a ``RuntimeError`` too, as torchinfo's."""
+
+
 class RecordingError(TensorviewError, RuntimeError):
     """The model's forward raised while recording.
 

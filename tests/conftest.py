@@ -1,28 +1,80 @@
-"""Every graph recorded in any test passes ``Graph.lint()`` (autouse check)."""
+"""Every graph any test makes passes ``Graph.lint()`` (autouse check).
+
+The lint runs where every graph is finished: ``NodeFactory.close`` calls the close hooks
+of ``tensorview.graph.checks``, and every maker of graphs closes its factory (a
+recording through any entry point, an imported program, a ``GraphBuilder`` script).  A
+graph made some other way (nodes added, never closed) fails the test that made it:
+``Graph.__init__`` is watched too.  Graphs made by fixtures of a wider scope are linted
+as well, and a failure there fails the first test that uses them.  The terminal summary
+says how many graphs were linted in the run.
+"""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 
 import pytest
 import torch
 
-from tensorview.recording import recorder as _recorder
+from tensorview.graph import Graph, checks
+
+
+class GraphWatch:
+    """Graphs made and closed since the last check, and the lint failures among them."""
+
+    def __init__(self) -> None:
+        self.made: weakref.WeakSet[Graph] = weakref.WeakSet()
+        self.closed: weakref.WeakSet[Graph] = weakref.WeakSet()
+        self.errors: list[str] = []
+        self.linted = 0
+        self.unlinted = 0  # closed with lint=False: built broken on purpose by a test
+
+    def on_close(self, g: Graph, lint: bool) -> None:
+        self.closed.add(g)
+        if not lint:
+            self.unlinted += 1
+            return
+        if g.root is None:
+            return
+        self.linted += 1
+        try:
+            g.lint()
+        except Exception as e:  # reported by the test's teardown, after its own failure
+            self.errors.append(f"{type(e).__name__}: {e}")
+
+    def check(self) -> None:
+        """Fail on a lint error or a graph with a root call that was never closed."""
+        errors, self.errors = self.errors, []
+        left = [g for g in self.made if g.root is not None and g not in self.closed]
+        self.made = weakref.WeakSet()
+        assert not errors, f"a graph made here fails lint(): {errors[0]}"
+        assert not left, f"{len(left)} graph(s) were made without NodeFactory.close, so never linted"
+
+
+WATCH = GraphWatch()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    original_init = Graph.__init__
+
+    def init_and_watch(self: Graph) -> None:
+        original_init(self)
+        WATCH.made.add(self)
+
+    Graph.__init__ = init_and_watch  # type: ignore[method-assign]
+    checks.on_close(WATCH.on_close)
 
 
 @pytest.fixture(autouse=True)
-def _lint_every_recorded_graph(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    graphs = []
-    original_exit = _recorder.Recorder.__exit__
-
-    def exit_and_keep(self, *exc):  # type: ignore[no-untyped-def]
-        if self._session is not None:
-            graphs.append(self._session.graph)
-        return original_exit(self, *exc)
-
-    monkeypatch.setattr(_recorder.Recorder, "__exit__", exit_and_keep)
+def graph_watch() -> Iterator[GraphWatch]:
+    WATCH.check()  # graphs made by module- or session-scoped fixtures of this test
     torch.manual_seed(0)
-    yield
-    for g in graphs:
-        if g.root is not None:
-            g.lint()
+    yield WATCH
+    WATCH.check()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    terminalreporter.write_line(
+        f"graph lint: {WATCH.linted} graphs linted, {WATCH.unlinted} built broken on purpose (lint=False)"
+    )

@@ -310,7 +310,7 @@ def test_subpackages_are_not_shadowed_by_public_names() -> None:
     for name in ("recording", "graph", "transform", "render", "taps"):
         module = importlib.import_module(f"tensorview.{name}")
         assert getattr(tv, name) is module
-    assert callable(tv.record) and tv.record.__module__ == "tensorview.api"
+    assert callable(tv.record) and tv.record.__module__ == "tensorview.torchrecorder"
     import tensorview.recording.session as session  # a plain dotted import works
 
     assert session.Session

@@ -16,6 +16,7 @@ from tensorview.graph import View, ViewNode
 from tensorview.recording import is_patched
 
 from .fixtures import models as zoo
+from .fixtures import needs
 
 
 @pytest.fixture
@@ -135,7 +136,7 @@ def test_renderer_without_hooks_says_which_to_implement(graph: tv.ComputationGra
 
 # -- numpy integers ----------------------------------------------------------------------------
 def test_numpy_integers_in_input_size_and_depth_are_accepted() -> None:
-    np = pytest.importorskip("numpy")
+    np = pytest.importorskip("numpy", reason=needs.NUMPY)
     model = zoo.UnusedInput()
     graph = tv.draw_graph(model, input_size=[(np.int64(2), np.int32(4)), (2, np.int64(4))], depth=np.int64(1))
     assert input_specs(graph) == [("x", (2, 4), "float32", "cpu"), ("unused", (2, 4), "float32", "cpu")]
@@ -294,7 +295,7 @@ def test_misspelled_option_says_did_you_mean(typo: str) -> None:
 
 
 def test_misspelled_option_in_a_transformers_model() -> None:
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason=needs.TRANSFORMERS)
     config = transformers.LlamaConfig(
         vocab_size=100,
         hidden_size=32,
@@ -332,7 +333,7 @@ def test_errors_never_print_a_whole_tensor() -> None:
     ):
         tv.draw_graph(zoo.InplaceModule(), input_size=(2, 4), dtypes=x)
     with pytest.raises(tv.InvalidInputError, match=r"^pass exactly one of input_size or input_data \(got both\)$"):
-        tv.draw_graph(zoo.InplaceModule(), x, input_data=x)
+        tv.draw_graph(zoo.InplaceModule(), x, input_size=x)
     with pytest.raises(tv.InvalidInputError, match=r"bad input_size \[1.5, 1.5, .*\.\.\.: expected a shape") as info:
         tv.draw_graph(zoo.InplaceModule(), [1.5] * 1000)
     assert len(str(info.value)) < 250

@@ -17,6 +17,7 @@ from tensorview.graph import Graph, ModuleNode, TensorNode
 from tensorview.recording import Recorder
 from tensorview.recording.tree import flat_tensors, map_tensors
 from tests.fixtures import detection as det
+from tests.fixtures import needs
 
 
 class Box:
@@ -290,7 +291,7 @@ def test_walks_are_bounded() -> None:
 
 
 def test_namedtuples_and_model_outputs_still_rebuilt() -> None:
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason=needs.TRANSFORMERS)
     out = transformers.modeling_outputs.BaseModelOutput(last_hidden_state=torch.zeros(1))
     new = map_tensors(out, lambda x: x + 1)
     assert type(new) is type(out) and new is not out and new.last_hidden_state.item() == 1.0
@@ -326,7 +327,7 @@ TORCHVISION_MODELS = [
 ]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torchvision") is None, reason="torchvision is not installed")
+@pytest.mark.skipif(importlib.util.find_spec("torchvision") is None, reason=needs.TORCHVISION)
 @pytest.mark.parametrize("name", TORCHVISION_MODELS)
 def test_torchvision_detection_transform_feeds_backbone(name: str) -> None:
     from torchvision.models import detection

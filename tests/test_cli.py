@@ -20,6 +20,7 @@ import pytest
 import torch
 
 import tensorview as tv
+from tests.fixtures import needs
 from tests.fixtures.cli_models import TinyCNN
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,7 +149,7 @@ def svg_nodes(path: Path) -> list[str]:
 
 def test_help_lists_the_commands(runs: dict[str, Run]) -> None:
     if "help" not in runs:
-        pytest.skip(f"no console script at {SCRIPT} (tensorview not installed into this interpreter's bin)")
+        pytest.skip(f"no console script at {SCRIPT}: {needs.CONSOLE_SCRIPT}")
     run = runs["help"]
     assert run.returncode == 0, run.stderr
     assert re.search(r"^\s+draw\s", run.stdout, re.M) and re.search(r"^\s+summary\s", run.stdout, re.M)
@@ -234,7 +235,7 @@ def test_zoo_target(runs: dict[str, Run], kind: str) -> None:
     assert {"conv1", "layer1", "layer4", "fc"} <= set(drawn)
 
 
-@pytest.mark.skipif(not HAS_TORCHVISION, reason="torchvision is not installed (it cannot be installed here)")
+@pytest.mark.skipif(not HAS_TORCHVISION, reason=needs.TORCHVISION)
 def test_torchvision_real_run_keeps_no_weights() -> None:  # pragma: no cover - needs torchvision
     from tensorview.cli.targets import Request, build
 

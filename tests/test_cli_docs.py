@@ -18,6 +18,8 @@ import tensorview
 from tensorview.cli import main
 from tensorview.cli.parser import build_parser
 
+from .fixtures import needs
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", ROOT / "docs" / "cli.md", ROOT / "docs" / "figures.md"]
 SHELL = re.compile(r"```sh\n(.*?)```", re.S)
@@ -79,7 +81,7 @@ def test_documented_command(
         return
     out = getattr(ns, "output", None)
     if out and out.endswith((".svg", ".png", ".pdf")) and not HAS_DOT:
-        pytest.skip("needs the Graphviz dot program")
+        pytest.skip(needs.DOT)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     (tmp_path / "my_project").mkdir()

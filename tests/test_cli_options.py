@@ -19,6 +19,7 @@ import tensorview
 import tensorview as tv
 from tensorview.cli import main, progress
 from tensorview.cli.values import InputSpec, parse_input, parse_pairs
+from tests.fixtures import needs
 from tests.fixtures.cli_models import Showcase, Stack
 
 HAS_DOT = shutil.which("dot") is not None or shutil.which("graphviz-pure") is not None
@@ -293,7 +294,7 @@ def test_a_slow_step_is_announced_with_its_time(monkeypatch: pytest.MonkeyPatch)
     assert quiet.getvalue() == ""
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="needs the Graphviz dot program")
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_hints_for_big_views(capsys: pytest.CaptureFixture[str]) -> None:
     flags = ["draw", f"{FIX}:Stack", "--kwargs", "blocks=80", "--input-size", "1,4", "--depth", "1"]
     code, _, err = run(capsys, *flags, "--show-inner-tensors", "--fold", "false", "--layout", "exact", "-o", "s.svg")

@@ -18,6 +18,7 @@ import tensorview as tv
 from tensorview.graph import FunctionNode, Graph, ModuleNode
 from tensorview.transform import ViewOptions, build_view
 
+from .fixtures import needs
 from .fixtures.cost_models import tiny_llama_config
 from .fixtures.models import InplaceMethods
 
@@ -58,7 +59,7 @@ class MLP(nn.Module):
 
 
 def _llama() -> nn.Module:
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason=needs.TRANSFORMERS)
     # eager attention: with SDPA, transformers skips the causal mask in the eager forward
     # but builds it while exporting, so the two programs differ (not the drawings)
     return transformers.AutoModel.from_config(tiny_llama_config(attn_implementation="eager"))
@@ -174,20 +175,42 @@ def test_unlifted_module_keeps_the_hierarchy(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["cnn", "mlp"])
-def test_symbolic_trace_is_drawn_with_shapes_propagated_on_fake_tensors(name: str) -> None:
+def test_symbolic_trace_with_inputs_is_recorded_as_its_eager_module(name: str) -> None:
+    """A GraphModule is a runnable module: given inputs, it is recorded, with the ops inside
+    the leaf modules fx did not trace into and the hierarchy from ``nn_module_stack``."""
     model, args, _, _ = exported(name)
     gm = torch.fx.symbolic_trace(model)
-    with pytest.raises(tv.InvalidInputError, match="no shape metadata.*pass input_size or input_data"):
+    with pytest.raises(tv.InvalidInputError, match="no shape metadata.*pass input_size or input_data: it is then rec"):
         tv.draw_graph(gm)
     state = {k: v.clone() for k, v in gm.state_dict().items()}
     g = tv.draw_graph(gm, input_size=tuple(args[0].shape)).graph
     assert calls(g) == calls(eager(name))
     check_views(g)
-    # leaf modules fx did not trace into are closed calls; the user's graph is untouched
-    leaf_modules = {path for path, m in model.named_modules() if path and not list(m.children())}
-    assert {m.path for m in g.modules() if m.opaque} == leaf_modules
+    assert [f.op for f in g.functions()] == [f.op for f in eager(name).functions()]
+    assert [(m.path, m.parent and g[m.parent].path) for m in g.modules()] == [
+        (m.path, m.parent and eager(name)[m.parent].path) for m in eager(name).modules()
+    ]
+    assert not any(m.opaque for m in g.modules()) and g.warnings == []
+    # the user's graph module is untouched
     assert not any("tensor_meta" in n.meta or "val" in n.meta for n in gm.graph.nodes)
     assert all(torch.equal(v, state[k]) for k, v in gm.state_dict().items())
+    assert "forward" not in vars(gm)
+
+
+@pytest.mark.parametrize("name", ["cnn", "mlp"])
+def test_symbolic_trace_without_inputs_is_imported_and_says_leaves_are_not_traced(name: str) -> None:
+    model, args, _, _ = exported(name)
+    gm = torch.fx.symbolic_trace(model)
+    torch.fx.passes.shape_prop.ShapeProp(gm).propagate(*args)  # shapes: importable as it is
+    drawn = tv.draw_graph(gm)
+    g = drawn.graph
+    assert calls(g) == calls(eager(name))
+    leaf_modules = {path for path, m in model.named_modules() if path and not list(m.children())}
+    closed = {m.path for m in g.modules() if m.opaque}
+    assert closed == leaf_modules
+    assert len(g.warnings) == 1 and "internals are not traced" in g.warnings[0]
+    assert {g[i].path for i in g.annotations.layer("warning")} == leaf_modules
+    assert "⚠ modules fx did not trace into" in drawn.source  # said in the picture
 
 
 def test_fx_ops_read_like_the_recorder_and_in_place_ops_make_versions() -> None:
@@ -197,8 +220,8 @@ def test_fx_ops_read_like_the_recorder_and_in_place_ops_make_versions() -> None:
     g = tv.draw_graph(torch.fx.symbolic_trace(model), x).graph
     relu, sigmoid = g.by_name("relu_"), g.by_name("sigmoid")
     assert g.predecessors(sigmoid.id) == g.output_tensors(relu.id)
-    # fc is a leaf fx did not trace into: a closed call, the other ops as recorded
-    assert [f.op for f in g.functions()] == [f.op for f in eager_graph(model, x).functions() if f.path != "fc"]
+    # fc is a leaf fx did not trace into: recorded inside, as in the eager module
+    assert [(f.op, f.path) for f in g.functions()] == [(f.op, f.path) for f in eager_graph(model, x).functions()]
 
 
 def eager_graph(model: nn.Module, *args: Any) -> Graph:
@@ -278,8 +301,8 @@ def test_unknown_objects_and_programs_without_inputs_are_clear_errors() -> None:
     with pytest.raises(tv.InvalidTypeError, match="draw_graph needs a torch.nn.Module"):
         tv.draw_graph(object())
     gm = torch.fx.symbolic_trace(MLP())
-    with pytest.raises(tv.InvalidInputError, match="unknown input name 'y'"):
-        tv.draw_graph(gm, input_data={"y": torch.randn(2, 6)})
+    with pytest.raises(tv.RecordingError, match="unexpected keyword argument 'y'"):
+        tv.draw_graph(gm, input_data={"y": torch.randn(2, 6)})  # recorded: as a module says it
     ep = exported("mlp")[3]
     with pytest.raises(tv.InvalidInputError, match="do not match the program's inputs"):
         tv.draw_graph(ep, input_data=[torch.randn(2, 6), torch.randn(2, 6)])

@@ -27,8 +27,10 @@ from tensorview.graph.listing import MAX_TEXT
 from tensorview.render import GraphvizStyler, quote, run_dot
 from tensorview.taps import ForwardOutput
 
+from .fixtures import needs
+
 HAS_DOT = shutil.which("dot") is not None or shutil.which("graphviz-pure") is not None
-needs_dot = pytest.mark.skipif(not HAS_DOT, reason="needs the Graphviz dot program")
+needs_dot = pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 
 #: module names a config could hold; every one is accepted by torch
 NAMES = {

@@ -24,6 +24,7 @@ from tensorview.graph import annotate
 from tensorview.render import html as viewer_html
 from tensorview.render.compact import decode, encode
 
+from .fixtures import needs
 from .fixtures.cost_models import CNN
 from .fixtures.models import ZOO
 from .test_hostile_names import hostile_model
@@ -198,7 +199,7 @@ def test_every_notebook_output_carries_the_whole_viewer() -> None:
     assert "lib" not in Page(graph.interactive(library=False).html).parts
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz dot")
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_interactive_shows_a_picture_then_the_viewer() -> None:
     graph = cnn()
     picture, viewer = graph.interactive().bundles()
@@ -213,7 +214,7 @@ def test_interactive_shows_a_picture_then_the_viewer() -> None:
     assert Page(viewer["text/html"]).data() == json.loads(json.dumps(encode(graph.graph)))
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz dot")
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_a_wide_picture_is_scaled_and_its_png_capped() -> None:
     model = nn.Sequential(*[nn.Linear(4, 4) for _ in range(300)])
     graph = tv.draw_graph(model, input_size=(1, 4), graph_dir="LR", depth=1, fold=False)
@@ -268,7 +269,7 @@ def test_compact_form_is_small() -> None:
 def test_the_viewer_files_are_package_data() -> None:
     import fnmatch
 
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    tomllib = pytest.importorskip("tomllib", reason=needs.TOMLLIB)
 
     root = Path(viewer_html.__file__).resolve().parent.parent.parent
     patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["tensorview"]

@@ -18,6 +18,8 @@ from types import ModuleType
 
 import pytest
 
+from .fixtures import needs
+
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "tools" / "torch_index.py"
 GENEROUS = 30.0  # seconds: only catches a probe that hangs, never a timing measurement
@@ -117,7 +119,7 @@ def test_probe_script_prints_pip_options(index_server: str, silent_server: str) 
     assert "did not answer" in missing.stderr  # says what it does instead
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.skipif(shutil.which("make") is None, reason=needs.MAKE)
 def test_setup_installs_torch_through_the_probe(tmp_path: Path) -> None:
     out = subprocess.run(
         ["make", "-n", "-B", f"{tmp_path}/v/.installed", f"VENV={tmp_path}/v", "TORCH=torch==9.9"],
@@ -131,7 +133,7 @@ def test_setup_installs_torch_through_the_probe(tmp_path: Path) -> None:
     assert out.index("torch==9.9") < out.index("-e '.[dev]'")  # torch first: nothing else picks a CUDA build
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.skipif(shutil.which("make") is None, reason=needs.MAKE)
 def test_make_test_torch_uses_its_own_virtualenv() -> None:
     out = subprocess.run(
         ["make", "-n", "test-torch", "TORCH=torch==9.9"], cwd=ROOT, capture_output=True, text=True, check=True
@@ -149,7 +151,7 @@ def test_readme_says_where_torch_comes_from() -> None:
 
 
 def test_license_is_an_spdx_string() -> None:
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    tomllib = pytest.importorskip("tomllib", reason=needs.TOMLLIB)
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert pyproject["project"]["license"] == "MIT"  # a table is deprecated by setuptools
     for name in pyproject["project"]["license-files"]:
@@ -162,3 +164,58 @@ def test_license_is_an_spdx_string() -> None:
 def only(items: Iterator[str]) -> str:
     (item,) = list(items)
     return item
+
+
+# -- the lock (issue 18): what passed yesterday passes today ------------------------------------
+LOCK = ROOT / "requirements" / "lock.txt"
+
+
+def locked() -> dict[str, str]:
+    from tools.lock import read
+
+    return read(LOCK)
+
+
+def test_the_lock_pins_every_dev_and_bench_requirement_exactly() -> None:
+    tomllib = pytest.importorskip("tomllib", reason=needs.TOMLLIB)
+    from tools.lock import norm
+
+    lines = [line for line in LOCK.read_text().splitlines() if line and not line.startswith("#")]
+    assert all(re.fullmatch(r"[a-z0-9-]+==[\w.+!-]+", line) for line in lines), "a lock line is not name==version"
+    pins = locked()
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    wanted = {norm(re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0]) for name in ("dev", "bench") for r in extras[name]}
+    assert wanted <= pins.keys(), f"not locked: {sorted(wanted - pins.keys())}"
+    assert {"pip", "setuptools", "graphviz"} <= pins.keys()  # the installer, the build backend, a runtime dependency
+    assert "torch" not in pins and not any(n.startswith("nvidia-") for n in pins)  # torch is pinned by TORCH
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason=needs.MAKE)
+def test_setup_installs_everything_but_torch_from_the_lock(tmp_path: Path) -> None:
+    out = subprocess.run(
+        ["make", "-n", "-B", f"{tmp_path}/v/.installed", f"VENV={tmp_path}/v"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    installs = [line for line in out.splitlines() if " -m pip install " in line]
+    dev = only(line for line in installs if "-e '.[dev]'" in line)
+    assert "-c requirements/lock.txt" in dev and "--no-build-isolation" in dev
+    assert "-c requirements/lock.txt" in installs[0] and "pip setuptools" in installs[0]  # pinned before building
+    torch_line = only(line for line in installs if "torch==" in line)
+    assert "-c " not in torch_line  # torch's own pin decides; its dependencies are locked by the next step
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason=needs.MAKE)
+def test_make_test_latest_takes_the_newest_versions_in_its_own_virtualenv() -> None:
+    out = subprocess.run(
+        ["make", "-n", "-B", "test-latest"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    out = out.replace("\\\n", " ")  # one line per command
+    assert "VENV=.venv-latest LOCK=" in out
+    upgrade = only(line for line in out.splitlines() if "-e '.[dev,bench]'" in line)
+    assert "--upgrade" in upgrade and "--upgrade-strategy eager" in upgrade
+    assert "requirements/lock.txt" not in out.replace("tools/lock.py drift", "")
+    assert ".venv-latest/bin/python -m pytest" in out
+    assert ".venv-latest/" in (ROOT / ".gitignore").read_text().split()

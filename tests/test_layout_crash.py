@@ -14,10 +14,11 @@ import tensorview as tv
 from tensorview.render import executable
 from tensorview.render.executable import SAFER_LAYOUTS, with_graph_attrs
 
+from .fixtures import needs
 from .test_graph import small
 
 REAL_DOT = shutil.which("dot")
-pytestmark = pytest.mark.skipif(REAL_DOT is None, reason="needs the Graphviz dot program")
+pytestmark = pytest.mark.skipif(REAL_DOT is None, reason=needs.DOT)
 
 
 def fake_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, survives: str) -> None:

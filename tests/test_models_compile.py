@@ -20,6 +20,8 @@ from torch import nn
 import tensorview as tv
 from tensorview.recording.compiled import _EagerStance, original_callable
 
+from .fixtures import needs
+
 
 class Block(nn.Module):
     def __init__(self) -> None:
@@ -285,7 +287,7 @@ def test_inductor_compiled_model_records_without_compiling() -> None:
 
 
 @pytest.mark.usefixtures("inductor")
-@pytest.mark.skipif(_cxx_compiler() is None, reason="inductor's CPU backend needs a C++ compiler (g++/clang++)")
+@pytest.mark.skipif(_cxx_compiler() is None, reason=needs.CXX)
 def test_inductor_cache_survives_a_recording() -> None:
     """Compile with inductor (real C++ code), record, call again: no recompilation."""
     torch.manual_seed(0)

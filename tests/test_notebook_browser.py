@@ -18,6 +18,7 @@ import pytest
 import tensorview as tv
 
 from .browser import ROOT, Browser, why_no_browser
+from .fixtures import needs
 from .fixtures.cost_models import CNN
 
 pytestmark = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
@@ -131,8 +132,8 @@ NOTEBOOK_CELLS = [
 
 def executed() -> Any:
     """The notebook of ``NOTEBOOK_CELLS``, run by a kernel (nbclient), outputs as stored."""
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat", reason=needs.NBCONVERT)
+    nbclient = pytest.importorskip("nbclient", reason=needs.NBCONVERT)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in NOTEBOOK_CELLS])
     nbclient.NotebookClient(
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
@@ -163,7 +164,7 @@ def test_an_executed_notebook_keeps_a_picture_beside_each_viewer(notebook: Any) 
 
 
 def convert(nb: Any, tmp_path: Path, name: str, **options: Any) -> Path:
-    nbconvert = pytest.importorskip("nbconvert")
+    nbconvert = pytest.importorskip("nbconvert", reason=needs.NBCONVERT)
     body, _ = nbconvert.HTMLExporter(**options).from_notebook_node(nb)
     path = tmp_path / name
     path.write_text(body, encoding="utf-8")

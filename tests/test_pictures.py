@@ -22,6 +22,8 @@ from tensorview.render import JsonRenderer
 from tensorview.render.labels import node_label
 from tensorview.transform import View, ViewOptions, build_view
 
+from .fixtures import needs
+from .fixtures.hf import base_model_cache_field
 from .test_transform import rnn, stack, two_blocks
 from .test_transform_models import check
 
@@ -31,7 +33,7 @@ SEQ = 16
 
 @pytest.fixture(scope="module")
 def llama() -> ComputationGraph:
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason=needs.TRANSFORMERS)
     cfg = transformers.LlamaConfig(
         hidden_size=64,
         intermediate_size=128,
@@ -159,23 +161,24 @@ def test_open_fold_in_the_view_json(llama: ComputationGraph) -> None:
 # -- 3. one node per returned field ---------------------------------------------------------
 def test_kv_cache_outputs_are_one_node(llama: ComputationGraph) -> None:
     g = llama.graph
-    kv = [g.tensor(i) for i in g.outputs if g.tensor(i).field == "past_key_values"]
+    field = base_model_cache_field()  # `cache` from transformers 5.24, `past_key_values` before
+    kv = [g.tensor(i) for i in g.outputs if g.tensor(i).field == field]
     assert len(kv) == 2 * LAYERS
     assert [t.source_name for t in kv[:3]] == [
-        "past_key_values.layers[0].keys",
-        "past_key_values.layers[0].values",
-        "past_key_values.layers[1].keys",
+        f"{field}.layers[0].keys",
+        f"{field}.layers[0].values",
+        f"{field}.layers[1].keys",
     ]
     for kw in ({}, {"depth": 1}, {"depth": 1, "open_folds": True}, {"fold": False, "depth": 9}):
         v = view(llama, **kw)
         (node,) = [n for n in v.nodes if n.group]
         assert node.group == tuple(t.id for t in kv) and node.is_output and node.cluster is None
         outputs = [n for n in v.nodes if n.is_output]
-        assert len(outputs) == 2  # last_hidden_state and past_key_values
+        assert len(outputs) == 2  # last_hidden_state and the KV cache
         assert sum(e.count for e in v.edges if e.dst == node.id) == 2 * LAYERS
         assert not any(e.src == node.id for e in v.edges)  # each layer's cache feeds its attention directly
     src = llama.view(depth=1).source
-    assert f'label="past_key_values ({LAYERS} × 2 tensors)\\n(1, 2, {SEQ}, {SEQ})"' in src
+    assert f'label="{field} ({LAYERS} × 2 tensors)\\n(1, 2, {SEQ}, {SEQ})"' in src
     assert 'layers_0 -> cat_3_out [label="×12"]' in src
     assert "cat_4_out" not in src
 

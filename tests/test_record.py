@@ -227,6 +227,18 @@ def test_scripted_module_is_one_opaque_op() -> None:
     assert only(fn_nodes(g, "add")).id in g.successors(res)
 
 
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_scripted_module_in_a_copy_is_labelled_forward(mode: str) -> None:
+    import tensorview as tv
+
+    model = zoo.Scripted().train()  # draw_graph records a copy (a deep copy of the ScriptModule)
+    graph = tv.draw_graph(model, input_size=(2, 4), mode=mode, depth=5, hide_module_functions=False)
+    scripted = only([m for m in graph.graph.modules() if m.path == "scripted"])
+    (op,) = [n for n in graph.graph.functions() if scripted.contains(n.id)]
+    assert (op.op, op.name) == ("forward", "forward")
+    assert "ScriptMethod" not in graph.source and "forward" in graph.source
+
+
 def test_module_invisible_inside_is_opaque() -> None:
     class CallsCpp(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -22,6 +22,7 @@ from tensorview.graph import Graph, GraphBuilder
 from tensorview.render import DotRenderer, GraphvizStyler, JsonRenderer, Renderer, RenderOptions, dot
 from tensorview.transform import Cluster, View, ViewNode, ViewOptions, build_view
 
+from .fixtures import needs
 from .test_transform import rnn, stack, two_blocks
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -221,7 +222,7 @@ def test_save_formats_and_unknown_extension(tmp_path: Path) -> None:
         cg.save(tmp_path / "drawing", format="svg")
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz dot")
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_jupyter_bundle_has_svg_png_and_text() -> None:
     cg = ComputationGraph(two_blocks())
     bundle = cg._repr_mimebundle_()

@@ -15,6 +15,8 @@ import tensorview as tv
 from tensorview.recording import Recorder, SourceProbe
 from tensorview.recording.source import shorten_path
 
+from .fixtures import needs
+
 HERE = os.path.relpath(__file__)
 
 
@@ -95,7 +97,7 @@ def test_a_call_handed_on_by_a_dunder_call_points_at_its_caller() -> None:
 
 
 def test_a_transformers_layer_points_at_the_line_that_called_it() -> None:
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason=needs.TRANSFORMERS)
     from .fixtures.cost_models import tiny_llama_config
 
     with torch.device("meta"):

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
-sphinx_application = pytest.importorskip("sphinx.application", reason="sphinx is a dev dependency: pip install sphinx")
+from .fixtures import needs
+
+sphinx_application = pytest.importorskip("sphinx.application", reason=needs.SPHINX)
 from sphinx.util.docutils import docutils_namespace  # noqa: E402
 
 HAS_DOT = shutil.which("dot") is not None or shutil.which("graphviz-pure") is not None
-pytestmark = pytest.mark.skipif(not HAS_DOT, reason="the figures are SVG: needs the Graphviz dot program")
+pytestmark = pytest.mark.skipif(not HAS_DOT, reason=f"the figures are SVG: {needs.DOT}")
 MODULE = "tv_sphinx_figmodels"
 #: the model's source; each call of the factory leaves a line in <module>.calls (one per recording)
 SOURCE = """

@@ -16,6 +16,7 @@ from tensorview.errors import InvalidInputError
 from tensorview.graph import GraphBuilder, ViewOptions
 from tensorview.render import DarkStyler, GraphvizStyler, PaperStyler, RenderOptions, styler_for
 
+from .fixtures import needs
 from .test_render import golden
 from .test_transform import stack, two_blocks
 
@@ -108,7 +109,7 @@ def test_ways_to_choose_a_style() -> None:
     assert torch.is_grad_enabled()
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="needs the Graphviz dot program")
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_paper_svg_uses_one_serif_font() -> None:
     svg = nested("paper").svg()
     families = set(re.findall(r'font-family="([^"]*)"', svg))

@@ -235,6 +235,6 @@ def test_a_failure_with_its_own_hint_gets_no_training_mode_hint() -> None:
     """On meta, .item() fails in any mode: the meta hint says what to do, and the training
     mode hint, which would mislead, is left out."""
     with pytest.raises(tv.RecordingError) as info:
-        tv.summary(ReadsAValue().eval(), input_size=(2, 3))
+        tv.summary(ReadsAValue().eval(), input_size=(2, 3), device="meta")  # "auto" would fall back to the CPU
     assert "device='cpu'" in info.value.hint and "device='cpu'" in str(info.value)
     assert "mode='eval'" not in str(info.value)

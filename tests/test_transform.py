@@ -161,14 +161,14 @@ def test_roll_merges_repeated_calls_with_a_loop() -> None:
 
 def test_roll_maps_opened_repeats_to_the_first_call_by_position() -> None:
     v = view(rnn(3), depth=3, roll=True)
-    # the last step's result is the first step's counterpart, so the loop runs through it
-    assert v.names() == ["h", "linear", "tanh", "tanh_out"]
+    # the steps' inner nodes are the first step's; the model's output is drawn as itself
+    assert v.names() == ["h", "linear", "tanh", "tanh_out_2"]
     assert v.node("linear").calls == 3 and v.node("tanh").calls == 3
     assert v.edge_names() == [
         ("h", "linear", 1),
         ("linear", "tanh", 3),
-        ("tanh", "tanh_out", 3),
-        ("tanh_out", "linear", 2),
+        ("tanh", "linear", 2),
+        ("tanh", "tanh_out_2", 1),
     ]
 
 

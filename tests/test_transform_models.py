@@ -125,6 +125,51 @@ def test_roll_on_a_recorded_loop() -> None:
     assert any(e.src == e.dst or v[e.dst].kind == "module" and v[e.src].kind == "function" for e in v.edges)
 
 
+def names(v: View) -> list[tuple[str, str, int]]:
+    return [(n.kind, n.ir.name, n.calls) for n in v.nodes]  # type: ignore[union-attr]
+
+
+class SharedRelu(nn.Module):
+    """One ReLU without parameters applied to two inputs, both results returned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.act = nn.ReLU()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.act(a), self.act(b)
+
+
+@pytest.mark.parametrize("opened", [True, False])
+def test_roll_keeps_every_output_of_a_shared_module(opened: bool) -> None:
+    cg = record(SharedRelu(), torch.randn(1, 4), torch.randn(1, 4))
+    opts = ViewOptions(roll=True, depth=3, hide_module_functions=not opened)
+    v = check(build_view(cg.graph, opts))
+    outputs = [n for n in v.nodes if n.id in cg.graph.outputs]
+    assert len(outputs) == 2 == len(cg.graph.outputs)  # both results drawn
+    rolled = "function" if opened else "module"
+    assert [(k, c) for k, _, c in names(v) if k == rolled] == [(rolled, 2)]  # the ReLU, rolled
+    edges = sorted((v[e.src].kind, v[e.dst].id in cg.graph.outputs) for e in v.edges)
+    assert edges == sorted([("tensor", False), ("tensor", False), (rolled, True), (rolled, True)])
+
+
+def test_roll_merges_opened_calls_of_a_module_with_parameters() -> None:
+    cg = record(Shared(), torch.randn(1, 4))  # one Linear called 4 times
+    v = check(build_view(cg.graph, ViewOptions(roll=True, depth=3, hide_module_functions=False)))
+    # the four calls' linear is one node; the tanh between them is the root's (not rolled)
+    assert names(v) == [
+        ("tensor", "x", 1),
+        ("function", "linear", 4),
+        *[("function", f"tanh{s}", 1) for s in ("", "_1", "_2", "_3")],
+        ("tensor", "tanh_3_out", 1),
+    ]
+    v = check(build_view(cg.graph, ViewOptions(roll=True, depth=3, hide_module_functions=False, show_params=True)))
+    params = [n for n in v.nodes if n.kind == "tensor" and n.ir.role == "parameter"]  # type: ignore[union-attr]
+    assert len(params) == 2  # weight and bias once, each into the one linear node
+    linear = next(n for n in v.nodes if n.kind == "function" and n.ir.op == "linear")  # type: ignore[union-attr]
+    assert {(e.src, e.dst) for e in v.edges if e.src in {p.id for p in params}} == {(p.id, linear.id) for p in params}
+
+
 def test_taps_style_notes_show_on_recorded_nodes() -> None:
     cg = record(TinyResNet().eval(), torch.randn(1, 3, 8, 8))
     cg.annotate(Const("stats", {cg.graph.by_name("stem").id: {"mean": 0.5, "std": 0.25}}))

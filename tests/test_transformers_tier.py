@@ -31,6 +31,7 @@ from tensorview.graph import Graph
 from tensorview.recording import Recorder
 from tensorview.transform import ViewOptions, build_view
 
+from .fixtures.hf import cache_field
 from .test_transform_models import check as check_view
 
 Inputs = Callable[[str], dict[str, torch.Tensor]]
@@ -450,7 +451,7 @@ def test_decoders_return_their_kv_cache() -> None:
     arch = next(a for a in ARCHS if a.model_type == "llama")
     model = build(arch, "cpu")
     out, g = record(model, arch.inputs("cpu"))
-    cache = out.past_key_values
+    cache = getattr(out, cache_field(type(out)))  # `cache` from transformers 5.24, `past_key_values` before
     kv = [t for layer in cache.layers for t in (layer.keys, layer.values)]
     assert len(kv) == 2 * 2
     assert {type(t) for t in kv} == {torch.Tensor}

@@ -25,6 +25,7 @@ from tensorview.transform import build_view
 
 from .browser import Browser, why_no_browser
 from .fixtures.cost_models import CNN, tiny_llama_config
+from .fixtures.hf import causal_lm_cache_field
 
 pytestmark = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
 if why_no_browser() is None:
@@ -106,6 +107,7 @@ OPTION_SETS = [
     ViewOptions(depth=10, hide_inner_tensors=False, show_params=True, expand_nested=True, hide_module_functions=False),
     ViewOptions(fold=True, roll=True, expand_nested=True),
     ViewOptions(fold=True, open_folds=True, expand_nested=True),
+    ViewOptions(depth=10, roll=True, hide_module_functions=False, show_params=True),  # opened repeats roll
     ViewOptions(depth=1, open_folds=-1, expand_nested=True, hide_inner_tensors=False),
 ]
 
@@ -140,10 +142,14 @@ def recorded(model: nn.Module, *args: Any, **kwargs: Any) -> Graph:
 
 def port_cases() -> list[tuple[str, Any]]:
     from .fixtures.models import ZOO
-    from .test_transform import two_blocks
+    from .test_transform import rnn, two_blocks
+    from .test_transform_models import Shared, SharedRelu
 
     cases: list[tuple[str, Any]] = [(name, (make, inputs)) for name, (make, inputs) in sorted(ZOO.items())]
     cases.append(("two_blocks", two_blocks))
+    cases.append(("rnn", rnn))
+    cases.append(("shared_linear", lambda: recorded(Shared(), torch.randn(1, 4))))
+    cases.append(("shared_relu", lambda: recorded(SharedRelu(), torch.randn(1, 4), torch.randn(1, 4))))
     cases.append(("cnn", lambda: recorded(CNN(), torch.randn(1, 3, 16, 16))))
     cases.append(("stack", lambda: recorded(Stack(6), torch.randn(2, 8))))
     cases.append(("llama", lambda: tiny_llama(4)))
@@ -257,7 +263,7 @@ def test_decoder_folds_open_on_a_chosen_repeat(browser: Browser, tmp_path: Path)
     view = graph.get_view()
     assert ids(browser, ".tv-node") == {n.id for n in view.nodes}
     (cache,) = [n.id for n in view.nodes if n.group]  # the 12 key/value caches: one node
-    assert node(browser, cache).text.startswith("past_key_values (6 × 2 tensors)")
+    assert node(browser, cache).text.startswith(f"{causal_lm_cache_field()} (6 × 2 tensors)")
 
     click(browser, fold)  # open the fold: its first repeat drawn opened in the fold's box, the others not
     assert layer[0] in clusters(browser) and "tv-fold-box" in box_of(browser, layer[0]).get_attribute("class")
@@ -328,7 +334,7 @@ def test_llama_70b_opens_and_its_80_layers_unfold(browser: Browser, tmp_path: Pa
     view = graph.get_view()
     assert ids(browser, ".tv-node") == {n.id for n in view.nodes} and len(view.nodes) < 40
     (cache,) = [n.id for n in view.nodes if n.group]  # the 160 key/value caches: one node
-    assert node(browser, cache).text.startswith("past_key_values (80 × 2 tensors)")
+    assert node(browser, cache).text.startswith(f"{causal_lm_cache_field()} (80 × 2 tensors)")
     got = browser.js(
         PORT.replace("arguments[0]", "tensorview.viewers[0].g.data"), None, viewer_html.config(graph)["options"]
     )

@@ -2,7 +2,7 @@
 annotations, listings.  Imports neither torch nor graphviz, so every later stage
 (transform, render) works on plain data."""
 
-from .annotations import SOURCE_LAYER, AnnotationPass, Annotations, annotate
+from .annotations import SOURCE_LAYER, WARNING_LAYER, AnnotationPass, Annotations, annotate
 from .builder import GraphBuilder
 from .factory import NodeFactory
 from .graph import Graph, ir_of
@@ -30,6 +30,7 @@ __all__ = [
     "PARAM_ROLES",
     "ROLES",
     "SOURCE_LAYER",
+    "WARNING_LAYER",
     "SOURCE_ROLES",
     "VIEW_OPTION_NAMES",
     "AnnotationPass",

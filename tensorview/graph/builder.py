@@ -176,7 +176,7 @@ class GraphBuilder(NodeFactory):
             m = self.stack.pop()
             if m.end < 0:
                 m.end = len(self.graph.nodes)
-        self.resolve_names()
+        self.close(lint=lint)
         if lint:
             self.graph.lint()
         return self.graph

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .checks import closed
 from .graph import Graph
 from .names import Namespace, name_nodes
 from .nodes import FunctionNode, ModuleNode, Node, Shape, TensorNode
@@ -141,9 +142,29 @@ class NodeFactory:
         """Name the nodes made since the last call (names.py: ``name_nodes``)."""
         self._named = name_nodes(self.graph.nodes, self._named, self._after, self.names)
 
-    def close(self) -> None:
-        """No more nodes will be added: name them, and free the name table (a recorded graph
-        keeps no builder state alive)."""
+    def close(self, *, lint: bool = True) -> None:
+        """No more nodes will be added: name them, free the name table (a recorded graph
+        keeps no builder state alive), and run the close hooks (checks.py; ``lint=False``
+        tells them the graph is broken on purpose)."""
+        self._complete_last()
         self.resolve_names()
         self.names = Namespace()
         self._call_counts = {}
+        closed(self.graph, lint)
+
+    def _complete_last(self) -> None:
+        """An interrupt (Ctrl-C, any asynchronous exception) can stop a recording between
+        appending a result and adding the edge from its producer: only the last node can be
+        left so, and its producer is the node it is named after (``add_result``)."""
+        g = self.graph
+        if not g.nodes:
+            return
+        last = g.nodes[-1]
+        pid = self._after.get(last.id)
+        if (
+            type(last) is TensorNode
+            and last.role == "intermediate"
+            and pid is not None
+            and not g.edges.has_target(last.id)
+        ):
+            g.edges.add(pid, last.id)

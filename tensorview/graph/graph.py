@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import InvalidTypeError
-from .annotations import Annotations
+from .annotations import WARNING_LAYER, Annotations
 from .nodes import FunctionNode, ModuleNode, Node, Shape, TensorNode
 
 
@@ -34,19 +34,22 @@ class EdgeList:
             self._ids.append(d)
 
     def add(self, src: int, dst: int) -> None:
-        ids = self._ids
-        ids.append(src)
-        ids.append(dst)
+        # one call adds both ends: an interrupt (Ctrl-C, any asynchronous exception) comes
+        # between two bytecodes, never between the ends, so no half edge is ever left
+        self._ids.extend((src, dst))
 
     def add_into(self, srcs: Iterable[int], dst: int) -> None:
         """An edge from each of ``srcs`` (in order) to ``dst``."""
-        ids = self._ids
+        extend = self._ids.extend
         for s in srcs:
-            ids.append(s)
-            ids.append(dst)
+            extend((s, dst))
 
     def __len__(self) -> int:
         return len(self._ids) >> 1
+
+    def has_target(self, dst: int) -> bool:
+        """Whether an edge ends at ``dst``."""
+        return dst in self._ids[1::2]
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
         ids = self._ids
@@ -77,6 +80,8 @@ class Graph:
     id of the root module call.  ``error`` holds a short description when the forward
     raised and this is the partial graph recorded up to the failure.  ``annotations``
     holds named per-node values added by annotation passes (annotations.py).
+    ``warnings`` lists every place where the recording knows the graph may be incomplete
+    or wrong (``warn``), each once, in the order found.
     """
 
     def __init__(self) -> None:
@@ -86,6 +91,7 @@ class Graph:
         self.outputs: list[int] = []
         self.root: int | None = None
         self.error: str | None = None
+        self.warnings: list[str] = []
         self.annotations = Annotations()
         self._adj_size = -1
         self._succ: list[list[int]] = []
@@ -173,6 +179,19 @@ class Graph:
 
     def output_tensors(self, node_id: int) -> list[int]:
         return [s for s in self.successors(node_id) if type(self.nodes[s]) is TensorNode]
+
+    def warn(self, message: str, node_id: int | None = None) -> None:
+        """Note that the graph may be incomplete or wrong: ``message`` joins ``warnings``
+        (once) and, with ``node_id``, that node's ``warning`` annotation (drawn in its
+        label; a second message on the same node is appended)."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+        if node_id is not None:
+            layer = dict(self.annotations.layer(WARNING_LAYER))
+            old = layer.get(node_id)
+            if old is None or message not in old.split("; "):
+                layer[node_id] = message if old is None else f"{old}; {message}"
+                self.annotations.set(WARNING_LAYER, layer)
 
     # -- checks and listings ----------------------------------------------------
     def lint(self) -> None:

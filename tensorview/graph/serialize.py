@@ -101,7 +101,13 @@ def to_dict(g: Graph) -> dict[str, Any]:
     return envelope(
         SCHEMA,
         SCHEMA_VERSION,
-        {"inputs": list(g.inputs), "outputs": list(g.outputs), "root": g.root, "error": g.error},
+        {
+            "inputs": list(g.inputs),
+            "outputs": list(g.outputs),
+            "root": g.root,
+            "error": g.error,
+            "warnings": list(g.warnings),
+        },
         nodes=[node_record(g, n) for n in g.nodes],
         edges=[{"source": s, "target": d, "count": c, "order": o} for s, d, c, o in merged_edges(g)],
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from .graph import Graph
 from .nodes import ModuleNode, Node
 
 FOLDS = (True, False, "auto")
+#: the depth ``float("inf")`` stands for (every depth; an int, so views and JSON stay ints)
+DEPTH_ALL = 2**31 - 1
 Fold = bool | Literal["auto"]
 
 
@@ -25,7 +28,8 @@ class ViewOptions:
     """What a view shows, with torchview's meanings where torchview has the option.
 
     ``depth``: module calls at this depth are boxes, shallower ones are opened, deeper
-    ones hidden (0: the whole model is one box).  ``expand_nested``: draw a dashed box
+    ones hidden (0: the whole model is one box; a float is rounded down, ``float("inf")``
+    opens every depth and is kept as ``DEPTH_ALL``).  ``expand_nested``: draw a dashed box
     around the contents of every opened module.  ``hide_inner_tensors``: show only the
     graph's input/output tensors, tensors made in forward, and parameters when shown.
     ``hide_module_functions``: never open ``torch.nn`` leaf modules (``Conv2d``, ``Linear``;
@@ -53,10 +57,12 @@ class ViewOptions:
         if not isinstance(self.depth, (bool, int)) and hasattr(type(self.depth), "__index__"):
             with contextlib.suppress(TypeError):  # numpy integers; anything else is named below
                 object.__setattr__(self, "depth", operator.index(self.depth))
-        if isinstance(self.depth, bool) or not isinstance(self.depth, int):
-            raise InvalidTypeError(f"depth must be an int, got {self.depth!r}")
-        if self.depth < 0:
+        if isinstance(self.depth, (int, float)) and not isinstance(self.depth, bool) and self.depth < 0:
             raise InvalidInputError(f"depth must be >= 0, got {self.depth!r}")
+        if isinstance(self.depth, float) and self.depth >= 0:  # torchview: float("inf") = all
+            object.__setattr__(self, "depth", DEPTH_ALL if self.depth > DEPTH_ALL else math.floor(self.depth))
+        if isinstance(self.depth, bool) or not isinstance(self.depth, int):
+            raise InvalidTypeError(f"depth must be an int or float('inf') (every depth), got {self.depth!r}")
         for name in (
             "expand_nested",
             "hide_inner_tensors",

@@ -28,8 +28,26 @@ PROGRAMS = (ExportedProgram, GraphModule)
 _ROLES = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer", InputKind.CONSTANT_TENSOR: "constant"}
 
 
-def is_program(obj: Any) -> bool:
+#: on each closed leaf call of an imported GraphModule, and in ``graph.warnings``
+LEAVES_NOT_TRACED = (
+    "modules fx did not trace into (leaf modules such as Linear) are drawn closed: their internals "
+    "are not traced; pass input_size or input_data to record the GraphModule with them"
+)
+
+
+def is_program(obj: Any, inputs: bool = False) -> bool:
+    """``obj`` is drawn from its graph.  With ``inputs`` given, a GraphModule whose graph
+    calls modules (leaves fx did not trace into) is not: it is a runnable module, recorded
+    like any other (recording/fxscope.py), so the ops inside its leaves are drawn too."""
+    if inputs and isinstance(obj, GraphModule) and _leaf_calls(obj):
+        return False
     return isinstance(obj, PROGRAMS)
+
+
+def _leaf_calls(gm: GraphModule) -> set[str]:
+    """The paths of the modules ``gm``'s graph calls for a result (not guards: export's
+    ``_guards_fn`` returns nothing)."""
+    return {str(n.target) for n in gm.graph.nodes if n.op == "call_module" and n.users}
 
 
 def import_program(
@@ -82,7 +100,7 @@ def _graph_module(gm: GraphModule, inputs: tuple[tuple[Any, ...], dict[str, Any]
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if missing:
         if inputs is None:
-            raise require_inputs(missing)
+            raise require_inputs(missing, bool(_leaf_calls(gm)))
         results = propagate(gm, *inputs, device)
         shapes = results.get
     elif inputs is not None:
@@ -91,7 +109,12 @@ def _graph_module(gm: GraphModule, inputs: tuple[tuple[Any, ...], dict[str, Any]
     walk = Walk(dims, params=params, shapes=shapes, device=str(device))
     walk.run(gm.graph, gm)
     root = walk.root or Entry("", "", gm._get_name(), type(gm).__module__)
-    return Builder(walk, root).build()
+    g = Builder(walk, root).build()
+    leaves = _leaf_calls(gm)
+    for m in g.modules():  # (the picture says so: graph.warnings)
+        if m.opaque and m.path in leaves:
+            g.warn(LEAVES_NOT_TRACED, m.id)
+    return g
 
 
-__all__ = ["PROGRAMS", "import_program", "is_program", "program_inputs"]
+__all__ = ["LEAVES_NOT_TRACED", "PROGRAMS", "import_program", "is_program", "program_inputs"]

@@ -112,12 +112,18 @@ def propagate(gm: GraphModule, args: tuple[Any, ...], kwargs: dict[str, Any], de
     return prop.results
 
 
-def require_inputs(missing: list[Node]) -> InvalidInputError:
+def require_inputs(missing: list[Node], leaves: bool = False) -> InvalidInputError:
+    """``leaves``: the graph calls modules, so given inputs it is recorded (it runs)."""
     names = ", ".join(repr(n.name) for n in missing[:3])
+    then = (
+        "it is then recorded like any module, with the ops inside the modules fx did not trace into"
+        if leaves
+        else "and its shapes are propagated on fake tensors (nothing runs)"
+    )
     return InvalidInputError(
         f"this GraphModule has no shape metadata (no meta['val'] or meta['tensor_meta'] on {names}"
         f"{'...' if len(missing) > 3 else ''}; a torch.fx.symbolic_trace result has none): pass input_size "
-        "or input_data, and its shapes are propagated on fake tensors (nothing runs)"
+        f"or input_data: {then}"
     )
 
 

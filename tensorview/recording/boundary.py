@@ -18,12 +18,14 @@ from torch.overrides import TorchFunctionMode
 from . import interrupts
 from .calls import ModuleScope
 from .compiled import EAGER_STANCE
+from .dtensors import PLACEMENT_LAYER, placements
 from .inference import InferenceWrites
 from .modulecall import MODULE_CALL
 from .optable import MODULE_ATTRS, PLAIN_TYPES, version
 from .state import Frame
 from .tensor import RecorderTensor
 from .tree import ATOM_TYPES, flat_tensors, map_tensors, output_names, strip_in_place
+from .values import value_of
 
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
@@ -105,8 +107,13 @@ class RootBoundary(ModuleScope):
                 _set_tf_state(tf_state)
             self._pop_mode()
             try:
+                if self.undo is not None:  # modules converted inside forward (convert.py)
+                    self.undo.restore(self.kept)
                 if self.kept is not None:  # parameters the forward wrote in place (keep.py)
                     self.kept.restore()
+                placed = placements(self.sources)  # DTensors: where each is sharded (dtensors.py)
+                if placed:
+                    self.graph.annotations.set(PLACEMENT_LAYER, placed)
                 if self.probes is not None:
                     self.probes.stop()
                     for name, values in self.probes.layers().items():
@@ -119,6 +126,8 @@ class RootBoundary(ModuleScope):
                 self.stack.clear()
                 self.sources.clear()
                 self.mutations.clear()
+                self.data_links.clear()
+                self.unwrapped.clear()
                 self.originals.clear()
                 self.plain_of.clear()
                 if self.writes is not None:
@@ -132,6 +141,7 @@ class RootBoundary(ModuleScope):
                 # what only recording needed: a kept Recorder holds the graph and little else
                 self.module_names.clear()
                 self.found_modules.clear()
+                self.tree.clear()
                 self.param_names.clear()
                 self.shapes.clear()
                 self.builder.close()
@@ -201,7 +211,12 @@ class RootBoundary(ModuleScope):
                 name = prefix + ("_" + sub if sub else "")
                 node = self.new_tensor(t, name, "input", root, source_name=name)
                 self.builder.add_input(node)
-                return self.stands_for(self.bind(t, node), t)
+                ours = self.bind(t, node)
+                value = value_of(t)
+                if value is not None and ours is not t:  # its values, known on meta (values.py)
+                    ours._tv_val = value  # type: ignore[attr-defined]
+                    self.values = True
+                return self.stands_for(ours, t)
 
             return wrap
 

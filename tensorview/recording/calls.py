@@ -17,6 +17,7 @@ from .ops import OpRecorder
 from .optable import version
 from .state import Frame, recorded_alias
 from .tensor import RecorderTensor, alias_as
+from .transforms import wrapped
 from .tree import map_tensors
 
 _Disable = torch._C.DisableTorchFunction
@@ -24,29 +25,54 @@ _Tensor = torch.Tensor
 _RT = RecorderTensor
 
 
+#: the dicts a module keeps its registered children, parameters and buffers in
+_REGISTRIES = frozenset({"_modules", "_parameters", "_buffers"})
+
+
+def _found_path(module: nn.Module, stack: list[Frame]) -> str:
+    """The path of a module called inside the call of ``stack[-1]`` that was not in the
+    model's tree when recording began: its name where a running call (innermost first)
+    registered it in forward (``self.attn = Attn()``: ``block.attn``, not the
+    ``_modules`` dict holding it) or a child of the caller did, else where the caller keeps it in a plain attribute,
+    list or dict (``blocks.0``), else its class under the caller (``block.ReLU``)."""
+    for frame in reversed(stack):
+        for k, v in frame.module._modules.items():
+            if v is module:
+                return _join(frame.node.path, k)
+    parent = stack[-1]
+    for k, child in parent.module._modules.items():  # ``self.block.attn = Attn()`` in forward
+        if child is not None:
+            for k2, v in child._modules.items():
+                if v is module:
+                    return _join(parent.node.path, f"{k}.{k2}")
+    for attr, value in vars(parent.module).items():
+        if attr in _REGISTRIES:
+            continue
+        if value is module:
+            return _join(parent.node.path, attr)
+        if isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                if v is module:
+                    return _join(parent.node.path, f"{attr}.{i}")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                if v is module:
+                    return _join(parent.node.path, f"{attr}.{k}")
+    return _join(parent.node.path, type(module).__name__)
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
 class ModuleScope(OpRecorder):
     def module_path(self, module: nn.Module) -> str:
         name = self.module_names.get(id(module))
         if name is not None:
             return name
-        # not registered (kept in a plain list/dict, or made in forward): find it in the caller
-        parent = self.stack[-1]
-        prefix = parent.node.path + "." if parent.node.path else ""
-        for attr, value in vars(parent.module).items():
-            if value is module:
-                name = prefix + attr
-            elif isinstance(value, (list, tuple)):
-                for i, v in enumerate(value):
-                    if v is module:
-                        name = f"{prefix}{attr}.{i}"
-            elif isinstance(value, dict):
-                for k, v in value.items():
-                    if v is module:
-                        name = f"{prefix}{attr}.{k}"
-            if name is not None:
-                break
-        if name is None:
-            name = prefix + type(module).__name__
+        # not in the model's tree when recording began: registered in forward
+        # (``self.attn = Attn()``), kept in a plain list/dict, or a local made in forward
+        name = _found_path(module, self.stack)
         self.module_names[id(module)] = name
         self.found_modules.append(module)  # alive while its id is a key: a module made in
         # forward and dropped would hand its id, and so its name, to the next one made
@@ -59,6 +85,22 @@ class ModuleScope(OpRecorder):
     def sub_call(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
+        """A submodule call made inside the root call, run by ``call``.  (The patched
+        ``__call__`` runs the same steps itself, modulecall.py: no frame of ours stays on
+        the stack while the module runs.)"""
+        frame, args, kwargs = self.enter_sub(module, args, kwargs)
+        try:
+            out = call(module, *args, **kwargs)
+        except BaseException as e:
+            self.fail_sub(frame, e)
+            raise
+        return self.leave_sub(frame, out)
+
+    def enter_sub(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Frame, tuple[Any, ...], dict[str, Any]]:
+        """A submodule call starts: its node and frame (now the top of ``stack``), and the
+        arguments to call it with."""
         with _Disable():
             caller = self.stack[-1]
             if not caller.leaf:
@@ -70,27 +112,33 @@ class ModuleScope(OpRecorder):
             frame = Frame(module, m, not module._modules)
             args, kwargs = self._enter_args(m, args, kwargs, frame, caller)
         self.stack.append(frame)
-        probes = self.probes
-        if probes is not None:
-            probes.enter_call(m, module)
-        ok = False
+        if self.probes is not None:
+            self.probes.enter_call(m, module)
+        return frame, args, kwargs
+
+    def fail_sub(self, frame: Frame, e: BaseException) -> None:
+        """The call of ``frame`` raised ``e``."""
+        m = frame.node
         try:
-            out = call(module, *args, **kwargs)
-            ok = True
-        except BaseException as e:
             self.builder.fail_call(m)
-            self.failed(e, path, None)
-            raise
+            self.failed(e, m.path, None)
         finally:
-            stack = self.stack
-            if stack[-1] is frame:
-                stack.pop()
-            else:  # method calls still open inside it
-                self.pop_frame(frame, failed=not ok)
-            if probes is not None:
-                probes.exit_call(m)
+            self._pop_sub(frame, failed=True)
+
+    def leave_sub(self, frame: Frame, out: Any) -> Any:
+        """The call of ``frame`` returned ``out``: ``out`` as its caller gets it."""
+        self._pop_sub(frame, failed=False)
         with _Disable():
-            return self.leave(m, out, frame)
+            return self.leave(frame.node, out, frame)
+
+    def _pop_sub(self, frame: Frame, failed: bool) -> None:
+        stack = self.stack
+        if stack and stack[-1] is frame:
+            stack.pop()
+        else:  # method calls still open inside it
+            self.pop_frame(frame, failed=failed)
+        if self.probes is not None:
+            self.probes.exit_call(frame.node)
 
     def _enter_args(
         self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame, caller: Frame | None = None
@@ -138,8 +186,8 @@ class ModuleScope(OpRecorder):
             self.read_late(node)  # read by the caller to pass it on
         self.builder.graph.edges.add(nid, m.id)
         frame.known.add(nid)
-        if type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided:
-            return t  # ours already, a stale one (tracked as a source) or another subclass
+        if type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided or wrapped(t):
+            return t  # ours already, a stale one (tracked as a source), another subclass, a vmap's
         return self.stands_for(recorded_alias(t, node, self.token), t)
 
     def leave(self, m: ModuleNode, out: Any, frame: Frame | None = None) -> Any:
@@ -147,10 +195,14 @@ class ModuleScope(OpRecorder):
         Tensors held by other objects in ``out`` are results when made inside the call;
         with objects among its arguments (``frame.objects``: it may have filled them, as a
         KV cache), the other tensors made inside it are results when used after it."""
-        self.builder.end_call(m)
+        if self.unwrapped:  # vmap's results returned: made inside the call (transforms.py)
+            map_tensors(out, lambda t: self.adopt(t, m))
         results: set[int] = set()
         if type(out) is _RT and (frame is None or not frame.objects):  # the common case
+            self.builder.end_call(m)
             return self._result(out, m, frame, results)
+        self._returned_sources(out, m)
+        self.builder.end_call(m)
         notes: list[Any] = []  # objects in the return value, walked below
         out = map_tensors(out, lambda t: self._result(t, m, frame, results), notes=notes)
         if notes:
@@ -160,6 +212,24 @@ class ModuleScope(OpRecorder):
         if frame is not None and frame.objects:  # it may have stored results in them
             self.leaky[m.id] = results
         return out
+
+    def _returned_sources(self, out: Any, m: ModuleNode) -> None:
+        """Parameters and buffers of the model that the call ``m`` returns without any op
+        having read them (a learned bias or position table returned by ``forward``) get
+        their nodes inside ``m``, before it ends: they flow out of it (``_result``) instead
+        of being drawn as results the call made from nothing."""
+        names, sources = self.param_names, self.sources
+
+        def see(t: torch.Tensor) -> torch.Tensor:
+            name_role = names.get(id(t))
+            if name_role is not None and id(t) not in sources and type(t) is not _RT:
+                qual, role = name_role
+                node = self.new_tensor(t, qual.replace(".", "_"), role, m, source_name=qual)
+                sources[id(t)] = [t, node, version(t)]
+            return t
+
+        if names:
+            map_tensors(out, see)
 
     def _result(self, t: torch.Tensor, m: ModuleNode, frame: Frame | None, results: set[int]) -> torch.Tensor:
         """Tensor ``t`` is returned by the call ``m`` (of ``frame``)."""
@@ -177,7 +247,7 @@ class ModuleScope(OpRecorder):
             parent = self.graph.module(m.parent) if m.parent is not None else m
             alias = self.new_tensor(t, "_out", "intermediate", parent, copy_of=nid, producer=m.id, named_after=m)
             plain = alias_as(t, _Tensor) if type(t) is _RT else t
-            if type(plain) is _Tensor and plain.layout == torch.strided:
+            if type(plain) is _Tensor and plain.layout == torch.strided and not wrapped(plain):
                 return self.stands_for(recorded_alias(plain, alias, token), t)
             if type(t) is not _RT:  # one object (a fake or other foreign tensor): now the alias
                 self.sources[id(t)] = [t, alias, version(t)]

@@ -59,14 +59,13 @@ def named_modules(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
         yield from model.named_modules(remove_duplicate=False)
         return
 
-    def walk(m: nn.Module, prefix: str) -> Iterator[tuple[str, nn.Module]]:
+    stack: list[tuple[str, nn.Module]] = [("", model)]
+    while stack:  # pre-order, as named_modules, without recursion
+        prefix, m = stack.pop()
         m = unwrap(m)
         yield prefix, m
-        for name, child in m._modules.items():
-            if child is not None:
-                yield from walk(child, f"{prefix}.{name}" if prefix else name)
-
-    yield from walk(model, "")
+        children = [(f"{prefix}.{k}" if prefix else k, c) for k, c in m._modules.items() if c is not None]
+        stack.extend(reversed(children))
 
 
 def original_callable(fn: Any) -> Any:

@@ -14,11 +14,21 @@ caller's model would later read a bias computed from old weights); a container s
 by several modules stays shared among their copies.  ``own_buffers`` then clones the
 buffers, which a forward may update (BatchNorm in training mode, a step counter or a
 static KV cache in any mode).
+
+A forward may reach a module other than through the tree: a function or lambda made in
+``__init__`` that closes over ``self.mlp`` (torchview's custom-attention fixture), a
+global, an object that is not a module.  Those references still lead to the caller's
+modules, whatever the copy does, so every copy made for a recording is remembered with
+its original (``remember``), and the session runs the copy of any module of the original
+that is called while it records (``stand_ins``): the call runs in the copy's mode, on
+the copy's device and buffers, and is named by the module's path.
 """
 
 from __future__ import annotations
 
 import copy
+import sys
+import weakref
 from typing import Any
 
 import torch
@@ -37,33 +47,54 @@ def tree_copy(model: nn.Module) -> nn.Module:
     modules keep their flags inside TorchScript, so they are deep-copied."""
     memo: dict[int, nn.Module] = {}
     containers: dict[int, tuple[Any, Any]] = {}
-    return _copy(model, memo, containers)
+    copied: list[tuple[nn.Module, nn.Module]] = []
+    fsdp = _fsdp_module_type()
+    stack = [(model, False)]
+    while stack:  # every module copied first (a walk, not recursion: any depth)...
+        m, sharded = stack.pop()
+        if id(m) in memo:
+            continue
+        sharded = sharded or (fsdp is not None and isinstance(m, fsdp))
+        c = memo[id(m)] = _shallow(m, sharded)
+        if not isinstance(m, torch.jit.ScriptModule):
+            copied.append((m, c))
+            stack.extend((v, sharded) for v in reversed(m._modules.values()) if v is not None)
+    for m, c in copied:  # ...then linked: children and attributes name the copies
+        d = c.__dict__
+        d["_modules"] = {k: (None if v is None else memo[id(v)]) for k, v in m._modules.items()}
+        for k in d.keys() - MODULE_ATTRS:
+            d[k] = _attribute(d[k], memo, containers)
+    return memo[id(model)]
 
 
-def _copy(m: nn.Module, memo: dict[int, nn.Module], containers: dict[int, tuple[Any, Any]]) -> nn.Module:
-    done = memo.get(id(m))
-    if done is not None:
-        return done
+def _fsdp_module_type() -> Any:
+    """FSDP2's ``FSDPModule`` when FSDP was imported (None otherwise: nothing to look for)."""
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    return getattr(fsdp, "FSDPModule", None) if fsdp is not None else None
+
+
+def _shallow(m: nn.Module, sharded: bool) -> nn.Module:
+    """A new object for ``m`` with its own ``_parameters``, ``_buffers`` and hook dicts
+    (``_modules`` and attributes still the original's); a TorchScript module deep-copied.
+    ``sharded``: inside a module ``fully_shard``ed by FSDP2, whose hooks put the unsharded
+    parameters into the *original* modules' ``_parameters`` before the forward (and the
+    sharded ones back after): the copy shares those dicts, or it would compute with the
+    sharded DTensors ("mixed torch.Tensor and DTensor")."""
     c: nn.Module
     if isinstance(m, torch.jit.ScriptModule):
-        memo[id(m)] = c = copy.deepcopy(m)
-        return c
+        return copy.deepcopy(m)
     try:  # the object as it is: no __new__, __copy__ or __getstate__ of the class runs
         c = object.__new__(type(m))
         c.__dict__.update(m.__dict__)
     except TypeError:
         c = copy.copy(m)
-    memo[id(m)] = c
     d = c.__dict__
-    d["_parameters"] = dict(m._parameters)
+    d["_parameters"] = m._parameters if sharded else dict(m._parameters)
     d["_buffers"] = dict(m._buffers)
     for k in _HOOK_DICTS:  # hooks registered on the copy stay on the copy
         v = d.get(k)
         if isinstance(v, dict):
             d[k] = v.copy()
-    d["_modules"] = {k: (None if v is None else _copy(v, memo, containers)) for k, v in m._modules.items()}
-    for k in d.keys() - MODULE_ATTRS:
-        d[k] = _attribute(d[k], memo, containers)
     return c
 
 
@@ -93,6 +124,34 @@ def _swap(value: Any, memo: dict[int, nn.Module], depth: int) -> Any:
     return type(value)(items) if any(a is not b for a, b in zip(items, value)) else value
 
 
+#: copy -> {id(module of the original): (that module, a weak reference to its copy)}, for as
+#: long as the copy lives (the originals are held, so their ids stay theirs; the copies
+#: are not: a copy's submodule holding its root would keep the key alive)
+_STAND_INS: weakref.WeakKeyDictionary[nn.Module, dict[int, tuple[nn.Module, Any]]] = weakref.WeakKeyDictionary()
+
+
+def remember(original: nn.Module, clone: nn.Module) -> nn.Module:
+    """Note that ``clone`` is a copy of ``original`` (same module paths); returns ``clone``."""
+    if clone is not original:
+        copies = dict(clone.named_modules(remove_duplicate=False))
+        pairs = {}
+        for name, m in original.named_modules(remove_duplicate=False):
+            c = copies.get(name)
+            if c is not None and c is not m:
+                pairs[id(m)] = (m, weakref.ref(c))
+        _STAND_INS[clone] = pairs
+    return clone
+
+
+def stand_ins(clone: nn.Module) -> dict[int, tuple[nn.Module, nn.Module]] | None:
+    """For a copy made by ``remember``: ``id(original module) -> (original, copy)``."""
+    pairs = _STAND_INS.get(clone)
+    if not pairs:
+        return None
+    found = {k: (m, ref()) for k, (m, ref) in pairs.items()}
+    return {k: v for k, v in found.items() if v[1] is not None} or None
+
+
 def own_buffers(model: nn.Module) -> None:
     """Give every module of ``model`` (a ``tree_copy``) its own copy of its buffers (tied
     buffers stay tied), so that a forward writing them (BatchNorm in training, a step
@@ -108,4 +167,4 @@ def own_buffers(model: nn.Module) -> None:
                 m._buffers[k] = clones[id(b)]
 
 
-__all__ = ["own_buffers", "tree_copy"]
+__all__ = ["own_buffers", "remember", "stand_ins", "tree_copy"]

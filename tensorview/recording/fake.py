@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from .compiled import rebind_compiled_methods
+from .copies import remember
 from .optable import MODULE_ATTRS
 from .placement import computed_attributes
 from .tree import map_tensors, strip_in_place
@@ -63,7 +64,7 @@ def fake_placed(model: nn.Module, mode: str = "same") -> Iterator[tuple[nn.Modul
             memo[id(t)] = nn.Parameter(f, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else f
     for t in computed_attributes(model):  # deepcopy refuses them (placement.py)
         memo[id(t)] = fake(t.detach())
-    clone = copy.deepcopy(model, memo)
+    clone = remember(model, copy.deepcopy(model, memo))  # calls of model's modules run clone's
     rebind_compiled_methods(model, clone)
     if mode != "same":
         clone.train(mode == "train")

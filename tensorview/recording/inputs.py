@@ -3,17 +3,28 @@ shapes and moving given data to the recording device (placement.py puts the mode
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
 import operator
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
-from ..errors import InvalidInputError, InvalidTypeError
+from ..errors import (
+    InputChoiceError,
+    InputSizeTypeError,
+    InvalidInputError,
+    InvalidTypeError,
+    RecordingError,
+    add_hint,
+    describe,
+)
 from .tree import map_tensors
+from .values import keep_values
 
 #: the largest size of one dimension torch can hold
 MAX_DIM = 2**63 - 1
@@ -94,7 +105,7 @@ def to_device(value: Any, device: torch.device | None, what: str) -> Any:
                 f"moved to {device} (the recording device); pass device='meta' to record on "
                 f"meta (your model is copied there, not moved), or give inputs with data"
             )
-        return t.to(device)
+        return keep_values(t.to(device), t)  # on meta, small tensors keep their values (values.py)
 
     return map_tensors(value, move)
 
@@ -135,27 +146,39 @@ def make_inputs(
         input_size, input_data = None, input_size
     if (input_size is None) == (input_data is None):
         got = "both" if input_size is not None else "neither"
-        raise InvalidInputError(f"pass exactly one of input_size or input_data (got {got})")
+        raise InputChoiceError(f"pass exactly one of input_size or input_data (got {got})")
     if input_data is not None:
         if dtypes is not None:
             raise InvalidInputError(
                 f"dtypes={summary(dtypes)} applies to input_size only; with input_data, give "
                 "tensors of the dtypes you want (e.g. input_data=x.to(torch.float64))"
             )
-        input_data = to_device(input_data, device, "input_data")
-        if isinstance(input_data, torch.Tensor):
-            return (input_data,), {}
-        if type(input_data) in (tuple, list):
-            return tuple(input_data), {}
-        if type(input_data) is dict:
-            bad = [k for k in input_data if not isinstance(k, str)]
-            if bad:
-                raise InvalidInputError(f"input_data dict keys must be argument names (str), got {summary(bad[0])}")
-            return (), dict(input_data)
-        return (input_data,), {}
+        args, kwargs = split_input_data(input_data)
+        return to_device(args, device, "input_data"), to_device(kwargs, device, "input_data")
     shapes = _shapes(input_size)
     dts = _dtypes(dtypes, len(shapes))
     return tuple(_tensor(s, dt, device) for s, dt in zip(shapes, dts)), {}
+
+
+def split_input_data(input_data: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``input_data`` as the positional and keyword arguments of ``forward``, by torchview's
+    rules (its ``forward_prop``): any ``Mapping`` (``dict``, ``OrderedDict``, ``UserDict``,
+    Hugging Face ``BatchEncoding``/``BatchFeature``/``ModelOutput``) gives keyword arguments;
+    any ``list`` or ``tuple``, subclasses included (a namedtuple, ``torch.Size``), gives
+    positional arguments, one per item; anything else (a tensor, a dataclass, another
+    object) is the one positional argument (where torchview raises ``Unknown input type``)."""
+    if isinstance(input_data, torch.Tensor):
+        return (input_data,), {}
+    if isinstance(input_data, (tuple, list)):
+        return tuple(input_data), {}
+    if isinstance(input_data, Mapping):
+        bad = [k for k in input_data if not isinstance(k, str)]
+        if bad:
+            raise InvalidInputError(
+                f"input_data {type(input_data).__name__} keys must be argument names (str), got {summary(bad[0])}"
+            )
+        return (), {k: input_data[k] for k in input_data}
+    return (input_data,), {}
 
 
 def _shapes(input_size: Any) -> list[tuple[int, ...]]:
@@ -164,7 +187,8 @@ def _shapes(input_size: Any) -> list[tuple[int, ...]]:
     elif isinstance(input_size, (tuple, list)) and input_size and all(_is_shape(s) for s in input_size):
         shapes = list(input_size)
     else:
-        raise InvalidInputError(
+        kind = InvalidInputError if isinstance(input_size, (tuple, list)) else InputSizeTypeError
+        raise kind(
             f"bad input_size {summary(input_size)}: expected a shape such as (1, 3, 224, 224) "
             "or a list of shapes such as [(1, 16), (1, 16)]"
         )
@@ -181,8 +205,8 @@ def _shapes(input_size: Any) -> list[tuple[int, ...]]:
 
 
 def _dtypes(dtypes: Any, n: int) -> list[torch.dtype]:
-    if dtypes is None:
-        return [torch.float32] * n
+    if dtypes is None:  # torch.set_default_dtype(torch.float64) is honoured
+        return [torch.get_default_dtype()] * n
     if isinstance(dtypes, torch.dtype):
         return [dtypes] * n
     if not isinstance(dtypes, (list, tuple)) or not all(isinstance(d, torch.dtype) for d in dtypes):
@@ -190,6 +214,36 @@ def _dtypes(dtypes: Any, n: int) -> list[torch.dtype]:
     if len(dtypes) != n:
         raise InvalidInputError(f"got {len(dtypes)} dtypes {summary(list(dtypes))} for {n} input shape(s)")
     return list(dtypes)
+
+
+#: an op that takes integer indices refused floating ones (embedding, gather, index_select,
+#: one_hot, indexing with a tensor): the words its message uses
+_INDEX_WORDS = re.compile(r"\b(indices|index)\b", re.I)
+_INT_WORDS = re.compile(r"\b(long|int|int32|int64|LongTensor)\b", re.I)
+
+
+@contextlib.contextmanager
+def dtypes_hint(input_size: Any, input_data: Any, dtypes: Any) -> Iterator[None]:
+    """Inside it, a ``RecordingError`` of an op that wanted integer indices where
+    ``input_size`` made floating tensors (``nn.Embedding`` first) says to pass
+    ``dtypes=[torch.long]``."""
+    try:
+        yield
+    except RecordingError as e:
+        if input_data is not None or input_size is None or _has_tensor(input_size):
+            raise
+        text = describe(e.__cause__ or e)  # (never raises: a __str__ may)
+        dts = _dtypes(dtypes, len(_shapes(input_size)))
+        floats = sorted({str(d) for d in dts if d.is_floating_point or d.is_complex})
+        if floats and _INDEX_WORDS.search(text) and _INT_WORDS.search(text):
+            made = "the default dtype, torch.get_default_dtype()" if dtypes is None else "dtypes"
+            add_hint(
+                e,
+                f"input_size made {', '.join(floats)} tensors ({made}), but an op here takes "
+                "integer indices (token ids for nn.Embedding): pass dtypes=[torch.long], one dtype "
+                "per input shape (e.g. dtypes=[torch.long, torch.float32])",
+            )
+        raise
 
 
 def _check_dtype(dtype: torch.dtype) -> None:
@@ -216,4 +270,12 @@ def _tensor(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | N
         ) from e
 
 
-__all__ = ["check_forward_kwargs", "check_model", "make_inputs", "summary", "to_device"]
+__all__ = [
+    "check_forward_kwargs",
+    "check_model",
+    "dtypes_hint",
+    "make_inputs",
+    "split_input_data",
+    "summary",
+    "to_device",
+]

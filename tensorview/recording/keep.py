@@ -12,9 +12,10 @@ when the forward raised: only what is written costs memory.
 
 An op writes its first tensor argument (or a view of a parameter) when its name ends in
 ``_`` (``mul_``, ``copy_``, ``zero_``, ``uniform_``), is an in-place operator
-(``__setitem__``, ``__iadd__``...), or it has ``inplace=True`` or ``out=``.  Writes the
-recorder cannot see are not caught: ``p.data`` replaced, or a kernel inside an opaque
-(TorchScript) module.
+(``__setitem__``, ``__iadd__``...), or it has ``inplace=True`` or ``out=``; a write of
+``p.data`` (an alias with a version counter of its own: the session's ``data_links``) is
+a write of ``p``, and ``p.data = x`` replaces it (it gets its own tensor back).  Writes
+the recorder cannot see are not caught: a kernel inside an opaque (TorchScript) module.
 """
 
 from __future__ import annotations
@@ -43,11 +44,21 @@ def _writes(func: Any) -> bool:
 
 class KeptParameters:
     """The model's parameters and buffers (``owned``: id -> anything), saved before their
-    first in-place write, restored by ``restore``."""
+    first in-place write, restored by ``restore``.  ``links``: the session's aliases that
+    share no version counter with the tensor they write (``p.data``: storage key ->
+    (owner, p)), whose writes are writes of ``p``."""
 
-    def __init__(self, owned: dict[int, Any]) -> None:
+    def __init__(self, owned: dict[int, Any], links: dict[int, tuple[Any, torch.Tensor]] | None = None) -> None:
         self.owned = owned
-        self.saved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.links = links if links is not None else {}
+        #: id -> (parameter, its values, the tensor it held: ``p.data`` when saved)
+        self.saved: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+    def save(self, p: torch.Tensor) -> None:
+        """Save ``p`` if it is one of the model's, before its first write."""
+        if id(p) in self.owned and id(p) not in self.saved:
+            with torch._C.DisableTorchFunction(), torch.no_grad():
+                self.saved[id(p)] = (p, p.detach().clone(), p.data)
 
     def before(self, func: Any, ins: list[torch.Tensor], kwargs: dict[str, Any]) -> None:
         """Op ``func`` is about to run on tensor arguments ``ins``: save what it writes."""
@@ -60,11 +71,16 @@ class KeptParameters:
                 if not isinstance(t, torch.Tensor):
                     continue
                 p = t if id(t) in self.owned else t._base
+                if (p is None or id(p) not in self.owned) and self.links:  # ``p.data.mul_(m)``
+                    link = self.links.get(id(t if p is None else p))
+                    p = link[1] if link is not None else p
                 if p is not None and id(p) in self.owned and id(p) not in self.saved:
-                    self.saved[id(p)] = (p, p.detach().clone())
+                    self.saved[id(p)] = (p, p.detach().clone(), p.data)
 
     def restore(self) -> None:
         saved, self.saved = self.saved, {}
         with torch._C.DisableTorchFunction(), torch.no_grad():
-            for p, value in saved.values():
+            for p, value, data in saved.values():
+                if p.data.untyped_storage().data_ptr() != data.untyped_storage().data_ptr():
+                    p.data = data  # replaced (``p.data = x``): its own tensor again
                 p.copy_(value)

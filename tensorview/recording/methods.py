@@ -34,8 +34,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _TENSORVIEW = os.path.dirname(_HERE) + os.sep
 _TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _TORCH_MODULES = os.path.join(_TORCH, "nn", "modules") + os.sep
-#: the patched ``nn.Module.__call__`` (recorder.py): a module call's boundary on the stack
-_WRAPPER = (os.path.join(_HERE, "recorder.py"), "__call__")
+#: the patched ``nn.Module.__call__`` (modulecall.py): a module call's boundary on the stack
+_WRAPPER = (os.path.join(_HERE, "modulecall.py"), "__call__")
 _MAX_FRAMES = 64
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
@@ -69,7 +69,8 @@ class MethodScope(Crossings):
 
     def sync_methods(self, callee: nn.Module | None = None) -> None:
         """Before an event makes nodes: open and close method calls so that the top of
-        ``stack`` is where the event happens (``callee``: the module an event calls).
+        ``stack`` is where the event happens (``callee``: the module an event calls;
+        a ``__call__`` of its own class on the way is part of that call).
         Called from ``_op``, ``_factory`` and ``sub_call``, whose caller's caller is the
         user's code for a torch function called directly or a module call."""
         top = self.stack[-1]
@@ -132,7 +133,9 @@ class MethodScope(Crossings):
                 s = known[g] if g in known else None if inside else g.f_locals.get("self")
                 if s is real.module:  # the running module's own code
                     break
-                if isinstance(s, nn.Module) and s is not callee:
+                # the module called by the event is no method call of its own, but one of
+                # its methods calling it (``def encode(self, x): return self(x) * 2``) is
+                if isinstance(s, nn.Module) and (s is not callee or code.co_name != "__call__"):
                     if chain and chain[-1][1] is s:
                         chain[-1] = (g, s)  # methods of one module calling each other: one call
                     else:

@@ -48,7 +48,12 @@ def op_name(func: Any) -> str:
 
 
 def _compute(func: Any) -> str:
-    name = getattr(func, "__name__", None) or type(func).__name__
+    name = getattr(func, "__name__", None)
+    if not isinstance(name, str) or not name:
+        # a TorchScript method: a deep copy of a scripted module (draw_graph's copy) has
+        # methods without __name__, but with their name (``forward``)
+        given = getattr(func, "name", None)
+        name = given if isinstance(given, str) and given else type(func).__name__
     if name in ("__get__", "__set__"):
         try:
             from torch.overrides import resolve_name

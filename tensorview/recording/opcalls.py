@@ -9,11 +9,11 @@ from typing import Any
 
 import torch
 
-from ..graph import FunctionNode, ModuleNode
+from ..graph import FunctionNode, ModuleNode, TensorNode
 from .metacache import MISS, flat_args, key_of, replay, template_of
 from .metafills import fill_for
 from .methods import MethodScope
-from .optable import version
+from .optable import DATA_SET, storage_key, version
 from .tensor import RecorderTensor, alias_as
 from .tree import map_tensors
 
@@ -23,6 +23,46 @@ _RT = RecorderTensor
 
 
 class OpCalls(MethodScope):
+    def _op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError  # ops.py
+
+    def _data_access(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``p.data`` (``func`` is its getter) or ``p.data = x`` (its setter), recorded as
+        an op ``data``.  The alias ``p.data`` has a version counter of its own, and the
+        setter replaces ``p``'s contents without moving ``p``'s: both are noted as links
+        (``data_links``), so that a write through the alias (``p.data.mul_(m)``: an EMA
+        teacher) or the setter gives ``p`` a new version, and later reads of ``p`` see it."""
+        p = args[0] if args else None
+        setter = func == DATA_SET
+        if setter and self.kept is not None and isinstance(p, _Tensor):
+            self.kept.save(p)  # its contents are replaced: put back after the forward
+        first = len(self.graph.nodes)
+        out = self._op(func, args, kwargs)
+        with _Disable():
+            nodes = self.graph.nodes
+            fn = next((n for n in nodes[first:] if type(n) is FunctionNode), None)
+            if fn is None or not isinstance(p, _Tensor):  # nothing recorded: no recorded tensor
+                return out
+            scope = self.graph.module(fn.parent) if fn.parent is not None else self.scope()
+            alias = out if not setter else args[1] if len(args) > 1 else None
+            if isinstance(alias, _Tensor):
+                key, owner = storage_key(alias, self.writes is not None)
+                self.data_links[key] = (owner, p)
+            if setter:
+                self.rebind(p, self.new_result(p, scope, fn), fn, scope)
+        return out
+
+    def rebind(self, t: torch.Tensor, node: TensorNode, fn: FunctionNode, scope: ModuleNode) -> None:
+        """``t`` was written by op ``fn`` through an alias that shares no version counter
+        with it (``data_links``): its node is now ``node`` (the alias's new version), or a
+        node of its own made by ``fn`` where the alias was a view of another shape."""
+        if tuple(t.shape) != node.shape:
+            node = self.new_result(t, scope, fn)
+        if type(t) is _RT and t._tv_tok is self.token:
+            t._tv_node, t._tv_ver = node, version(t)
+        else:
+            self.sources[id(t)] = [t, node, version(t)]
+
     def _run(self, call: Any, a: Any, b: Any, c: Any, fn: FunctionNode) -> Any:
         """``call(a, b, c)`` (or ``call(*a, **b)`` when ``c`` is None) between the probes'
         ``enter_op`` and ``exit_op``; the probes' memos are left in ``self._memos``."""
@@ -98,7 +138,14 @@ class OpCalls(MethodScope):
         with _Disable():
             args2 = tuple(map_tensors(a, plain) for a in args)
             kwargs2 = {k: map_tensors(v, plain) for k, v in kwargs.items()}
-        out = func(*args2, **kwargs2)
+        # one op here, whatever the subclass runs for it: a DTensor's local tensor may be one
+        # of ours, and its kernels Python on meta (decompositions) but C++ on the CPU, so
+        # recording inside would give another graph on every device
+        self.running = False
+        try:
+            out = func(*args2, **kwargs2)
+        finally:
+            self.running = True
 
         def ours_again(t: torch.Tensor) -> torch.Tensor:
             r = back.get(id(t))

@@ -18,22 +18,24 @@ from typing import Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
+from .control import SPECIAL, unseen_change
 from .names import OP_NAMES, op_name
-from .opcalls import OpCalls
 from .optable import (
     AS_PLAIN,
     CONSTANT_FACTORIES,
+    DATA_ACCESS,
     DEVICE_FACTORIES,
     FACTORIES,
     PLAIN_TYPES,
     QUERIES,
-    TENSOR_ITER,
     storage_key,
     version,
 )
 from .state import Frame, recorded_alias
-from .tensor import RecorderTensor, alias_as
+from .tensor import RecorderTensor, alias_as, unchanged_by
+from .transforms import FuncTransforms, active, wrapped
 from .tree import map_tensors
+from .values import VALUE_QUERIES, answer, follow, value_of
 
 #: switches off both our mode and subclass dispatch for our own bookkeeping (property reads
 #: such as ``t._version`` would otherwise re-enter the mode)
@@ -43,24 +45,31 @@ _RT = RecorderTensor
 _STRIDED = torch.strided
 
 
-class OpRecorder(OpCalls):
+class OpRecorder(FuncTransforms):
     def handle(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Every torch function call of the forward comes here (mode and subclass hook)."""
         if threading.get_ident() != self.thread or not self.running:
             with torch._C.DisableTorchFunctionSubclass():  # behave as a plain tensor
                 return func(*args, **kwargs)
         if func in QUERIES:
+            if self.values and func in VALUE_QUERIES and value_of(args[0]) is not None:
+                return answer(func, args, kwargs)  # a value known on meta (values.py)
             with _Disable():
                 if func in AS_PLAIN and type(args[0]) is _RT:  # f"{t}", repr(t): as without us
                     args = (args[0].as_subclass(_Tensor), *args[1:])
                 return func(*args, **kwargs)
-        if func is TENSOR_ITER:  # ``for row in x``: the rows are recorded, as unbind's results
-            return iter(self._op(_Tensor.unbind, (args[0], 0), {}))
+        if func in SPECIAL:  # ``for row in x``, ``torch.cond``: as what they stand for (control.py)
+            return SPECIAL[func](self, func, args, kwargs)
         if func in FACTORIES and not (
             func in DEVICE_FACTORIES and args and isinstance(args[0], _Tensor)
         ):  # torch.as_tensor(t) of a tensor is an op on t, not a new source
             with _Disable():
-                return self._factory(func, args, kwargs)
+                out = self._factory(func, args, kwargs)  # (on meta, small ones get values: values.py)
+                return follow(func, args, kwargs, out) if self.values else out
+        if func in DATA_ACCESS:  # ``p.data``, ``p.data = x`` (opcalls.py)
+            return self._data_access(func, args, kwargs)
+        if self.values:  # values known on meta: follow them through the op (values.py)
+            return follow(func, args, kwargs, self._op(func, args, kwargs))
         return self._op(func, args, kwargs)
 
     # -- nodes of tensors -------------------------------------------------------------------
@@ -70,11 +79,13 @@ class OpRecorder(OpCalls):
             t._tv_node = node
             t._tv_ver = version(t)
             return t
-        if type(t) is _Tensor and t.layout == torch.strided:
+        if type(t) is _Tensor and t.layout == torch.strided and not wrapped(t):
             return recorded_alias(t, node, self.token)
         # parameters, sparse or other subclasses, stale RecorderTensors (of an earlier
-        # recording, never rebound): keep the object, track it on the side
+        # recording, never rebound), tensors of a vmap (transforms.py): keep the object,
+        # track it on the side
         self.sources[id(t)] = [t, node, version(t)]
+        self.note_wrapped(t, node)
         return t
 
     def node_of(self, t: torch.Tensor) -> TensorNode:
@@ -98,15 +109,16 @@ class OpRecorder(OpCalls):
         if name_role is not None:
             qual, role = name_role
             node = self.new_tensor(t, qual.replace(".", "_"), role, scope, source_name=qual)
-        else:
-            node = self.new_tensor(t, "constant", "constant", scope)
+        else:  # a constant, unless a vmap made it (transforms.py)
+            node = self.transformed_node(t) or self.new_tensor(t, "constant", "constant", scope)
         self.sources[id(t)] = [t, node, version(t)]
         return node
 
     def _after_foreign_mutation(self, t: torch.Tensor, node: TensorNode) -> TensorNode:
         """``t`` changed through another view: a new version produced by the op that did it."""
         hit = self.mutations.get(storage_key(t, self.writes is not None)[0])
-        if hit is None:  # mutated where we could not see (inside an opaque module): keep the node
+        if hit is None:  # changed where torch does not call us (Tensor.set_): said (control.py)
+            self.graph.warn(unseen_change(self.scope().path), node.id)
             return node
         fn = self.graph.nodes[hit[1]]
         scope = self.graph.module(fn.parent) if fn.parent is not None else self.scope()
@@ -143,7 +155,7 @@ class OpRecorder(OpCalls):
                     recorded = True
                 elif isinstance(b, _Tensor):
                     ins.append(b)
-                    if id(b) in sources or id(b) in params:
+                    if id(b) in sources or id(b) in params or (tb is _Tensor and self.seen_by_transform(b)):
                         recorded = True
                     if tb is _RT:
                         stale = True
@@ -234,7 +246,7 @@ class OpRecorder(OpCalls):
     def _after_op(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], scope: ModuleNode) -> Any:
         sources = self.sources
         token = self.token
-        if type(out) is _Tensor and out.layout is _STRIDED and _unchanged(ins, out, token, sources):
+        if type(out) is _Tensor and out.layout is _STRIDED and unchanged_by(ins, out, token, sources) and not active():
             # the common case: one fresh result, no argument written
             return recorded_alias(out, self.new_result(out, scope, fn), token)
         fid = fn.id
@@ -256,6 +268,8 @@ class OpRecorder(OpCalls):
                 mutated[id(t)] = new
                 key, owner = storage_key(t, self.writes is not None)
                 self.mutations[key] = (owner, fid)
+                if key in self.data_links:  # written through ``p.data``: p's new version too
+                    self.rebind(self.data_links[key][1], new, fn, scope)
         if isinstance(out, _Tensor):
             return self._wrap_one(out, fn, 0, ins, mutated)
         index = itertools.count()  # split, chunk, max(dim=...): one result node each, in order
@@ -278,15 +292,3 @@ class OpRecorder(OpCalls):
                     o = alias_as(o, _Tensor)
                 return self.stands_for(self.bind(o, node), t)
         return self.bind(o, node)
-
-
-def _unchanged(ins: list[torch.Tensor], out: torch.Tensor, token: object, sources: dict[int, list[Any]]) -> bool:
-    """No argument of the op is ``out`` or was written by it (its version counter moved)."""
-    try:
-        for t in ins:
-            old = t._tv_ver if type(t) is _RT and t._tv_tok is token else sources[id(t)][2]
-            if out is t or t._version != old:
-                return False
-    except RuntimeError:  # an inference tensor (no version counter): the general way
-        return False
-    return True

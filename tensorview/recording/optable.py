@@ -115,6 +115,7 @@ _QUERY_METHODS = (
 #: the same queries as torch functions (``torch.is_floating_point(x)``, as nn.MultiheadAttention
 #: asks): a bool or a number, no tensor
 _QUERY_FUNCTIONS = (
+    "_has_compatible_shallow_copy_type",
     "is_floating_point",
     "is_complex",
     "is_conj",
@@ -157,6 +158,11 @@ QUERIES = frozenset(
 #: queries whose answer mentions the tensor's type (``RecorderTensor(0)``): asked of a plain alias
 AS_PLAIN = frozenset(getattr(_Tensor, n) for n in ("__format__", "__repr__", "__str__") if hasattr(_Tensor, n))
 TENSOR_ITER = _Tensor.__iter__
+#: ``t.data`` and ``t.data = x``: an alias with a version counter of its own, and a
+#: replacement of ``t``'s contents that moves no version counter (opcalls.py)
+_DATA: Any = vars(torch._C.TensorBase)["data"]
+DATA_GET, DATA_SET = _DATA.__get__, _DATA.__set__
+DATA_ACCESS = frozenset({DATA_GET, DATA_SET})
 
 #: attributes every nn.Module has (hooks, parameter dicts...): never holds recorded tensors
 MODULE_ATTRS = frozenset(nn.Module().__dict__)

@@ -10,9 +10,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import InvalidInputError
+from ..errors import InvalidDeviceError, InvalidInputError
 from .compiled import rebind_compiled_methods
-from .copies import own_buffers, tree_copy
+from .copies import own_buffers, remember, tree_copy
 from .inputs import summary
 from .optable import MODULE_ATTRS
 from .tree import flat_tensors, strip_in_place
@@ -33,14 +33,16 @@ def placed(model: nn.Module, device: torch.device | None, mode: str = "same") ->
     writes change nothing); else a copy: on another device a deep copy whose parameters
     and buffers are there (on ``meta`` it costs no memory), on the same device a copy of
     the module tree sharing the parameters (copies.py) with its own copy of the buffers.
-    The mode is set on the copy.  The caller's model is never moved, and its buffers are
+    The mode is set on the copy, and a module of the caller's model that the forward
+    reaches other than through the tree (a closure) runs as its copy (copies.py,
+    ``remember``).  The caller's model is never moved, and its buffers are
     never written (its parameters are shared: what a forward writes into them in place is
     put back when the recording ends, keep.py)."""
     if device is not None and not all(t.device == device for t in _tensors(model)):
         clone = _moved(model, device)  # its buffers are its own already
         if mode != "same":
             clone.train(mode == "train")
-        return clone
+        return remember(model, clone)
     unchanged = mode != "train" and not any(m.training for m in model.modules())
     if unchanged and (model_device(model).type == "meta" or next(model.buffers(), None) is None):
         return model
@@ -49,7 +51,7 @@ def placed(model: nn.Module, device: torch.device | None, mode: str = "same") ->
     if mode != "same":
         clone.train(mode == "train")
     own_buffers(clone)
-    return clone
+    return remember(model, clone)
 
 
 def _moved(model: nn.Module, device: torch.device) -> nn.Module:
@@ -71,7 +73,10 @@ def _moved(model: nn.Module, device: torch.device) -> nn.Module:
         memo[id(t)] = nn.Parameter(moved, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else moved
     for t in computed_attributes(model):
         memo[id(t)] = t.detach().to(device)
-    try:
+    try:  # children first: each module's copy finds its children's in ``memo`` (no recursion
+        # through the tree, so a model nested as deep as its forward runs can be copied)
+        for m in reversed(_preorder(model)):
+            copy.deepcopy(m, memo)
         clone = copy.deepcopy(model, memo)
     except Exception as e:  # noqa: BLE001 - any failure means we cannot copy safely
         raise InvalidInputError(
@@ -87,6 +92,22 @@ def _moved(model: nn.Module, device: torch.device) -> nn.Module:
             if isinstance(d[k], (torch.Tensor, list, tuple, dict)):
                 d[k] = strip_in_place(d[k], lambda t: t.device != device, lambda t: t.to(device), objects=False)
     return clone
+
+
+def _preorder(model: nn.Module) -> list[nn.Module]:
+    """The modules of ``model``'s tree, each once, parents before their children (a walk
+    without recursion)."""
+    seen: set[int] = set()
+    order: list[nn.Module] = []
+    stack = [model]
+    while stack:
+        m = stack.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        order.append(m)
+        stack.extend(c for c in reversed(m._modules.values()) if c is not None)
+    return order
 
 
 def computed_attributes(model: nn.Module) -> Iterator[torch.Tensor]:
@@ -116,7 +137,7 @@ def as_device(device: Any) -> torch.device | None:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as e:
-        raise InvalidInputError(f"bad device {summary(device)}: {e}") from e
+        raise InvalidDeviceError(f"bad device {summary(device)}: {e}") from e
     _check_available(dev, device)
     return dev
 
@@ -131,14 +152,14 @@ def _check_available(dev: torch.device, given: Any) -> None:
     if not callable(is_available):
         return
     if not is_available():
-        raise InvalidInputError(
+        raise InvalidDeviceError(
             f"device {summary(given)} is not available here (torch.{dev.type}.is_available() is False: "
             f"no {dev.type} device, or this torch build has no {dev.type} support); use device='cpu', "
             "or device='meta' (records shapes without memory, any model size)"
         )
     count = getattr(backend, "device_count", None)
     if dev.index is not None and callable(count) and dev.index >= count():
-        raise InvalidInputError(
+        raise InvalidDeviceError(
             f"device {summary(given)} does not exist: there are {count()} {dev.type} device(s), "
             f"indices 0..{count() - 1}"
         )

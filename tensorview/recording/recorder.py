@@ -11,6 +11,7 @@ from torch import nn
 from ..errors import InvalidTypeError, RecordingError, TensorviewError, add_hint, describe, recording_error
 from ..graph import Graph
 from . import interrupts
+from .convert import MODULE_APPLY
 from .fake import failure_hint
 from .inputs import check_model
 from .modulecall import MODULE_CALL
@@ -59,6 +60,7 @@ class BaseRecorder(Generic[R]):
         self.keep_parameters = keep_parameters
         self._session: Session | None = None
         self._acquired = False  # holds a share of the nn.Module.__call__ patch
+        self._applied = False  # holds a share of the nn.Module._apply patch (convert.py)
         self._guard: interrupts.deferred | None = None
 
     def _result(self, graph: Graph) -> R:
@@ -75,6 +77,8 @@ class BaseRecorder(Generic[R]):
             self._session = Session(self.model, settings)
             MODULE_CALL.acquire()
             self._acquired = True
+            MODULE_APPLY.acquire()
+            self._applied = True
             _tls.session = self._session
         except BaseException:
             self.__exit__(None, None, None)
@@ -90,6 +94,9 @@ class BaseRecorder(Generic[R]):
             if self._acquired:
                 self._acquired = False
                 MODULE_CALL.release()
+            if self._applied:
+                self._applied = False
+                MODULE_APPLY.release()
             if session is not None and isinstance(exc, Exception) and session.failure_exc is exc:
                 err = self._recording_error(session, exc)
             if session is not None:
@@ -157,8 +164,10 @@ class Recorder(BaseRecorder[Graph]):
 
 
 def is_patched() -> bool:
-    """Whether tensorview's ``nn.Module.__call__`` wrapper is installed (for tests)."""
-    return bool(getattr(nn.Module.__call__, "__tensorview__", False))
+    """Whether tensorview's ``nn.Module.__call__`` or ``_apply`` wrapper is installed (for tests)."""
+    return bool(
+        getattr(nn.Module.__call__, "__tensorview__", False) or getattr(nn.Module._apply, "__tensorview__", False)
+    )
 
 
 __all__ = ["BaseRecorder", "Recorder", "is_patched"]

@@ -24,6 +24,7 @@ from torch.overrides import TorchFunctionMode
 
 from .boundary import RootBoundary
 from .compiled import unwrap
+from .fxscope import GRAPH_MODULE, interpreted, scoped
 from .state import Settings
 
 
@@ -50,14 +51,35 @@ class Session(RootBoundary):
         """The patched ``nn.Module.__call__`` of the recording thread lands here."""
         if threading.get_ident() != self.thread:
             return call(module, *args, **kwargs)
+        if self.stand_ins is not None and self.stack:  # the caller's module, reached by a closure
+            pair = self.stand_ins.get(id(module))
+            if pair is not None and pair[0] is module:
+                module = pair[1]
         wrapper = self.compile_wrapper
         if wrapper is not None and isinstance(module, wrapper):
             # torch.compile(m): no node of its own; ``m`` is called in its place (its compiled
             # forward would call ``m`` through a method bound before our patch), and gets the
             # wrapper's path; hooks registered on the wrapper itself do not run
             return self.call_module(call, unwrap(module), args, kwargs)
+        if isinstance(module, GRAPH_MODULE) and scoped(module):  # hierarchy from fx (fxscope.py)
+            call = interpreted(self, call)
         if not self.stack:
             if module is not self.model or self.done:
                 return call(module, *args, **kwargs)
             return self.root_call(call, module, args, kwargs)
         return self.sub_call(call, module, args, kwargs)
+
+    def enter_call(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The patched ``__call__``'s fast path: a submodule call in the recording thread is
+        entered (``enter_sub``: ``(frame, args, kwargs)``, to be left by ``leave_sub`` or
+        ``fail_sub``); None for any other call, which goes through ``call_module``."""
+        if not self.stack or threading.get_ident() != self.thread:
+            return None
+        wrapper = self.compile_wrapper
+        if wrapper is not None and isinstance(module, wrapper):
+            return None
+        if self.stand_ins is not None and id(module) in self.stand_ins:  # runs its copy: call_module
+            return None
+        if isinstance(module, GRAPH_MODULE):  # an fx hierarchy may be rebuilt: call_module
+            return None
+        return self.enter_sub(module, args, kwargs)

@@ -15,6 +15,8 @@ from torch import nn
 
 from ..graph import FunctionNode, ModuleNode, Node, NodeFactory, Shape, TensorNode
 from .compiled import optimized_module_type, unwrap
+from .convert import Undo
+from .copies import stand_ins
 from .inference import InferenceWrites
 from .keep import KeptParameters
 from .optable import (
@@ -80,8 +82,13 @@ class Settings:
 
 
 class SessionState:
+    _mode: Any  # the session's TorchFunctionMode (session.py)
+
     def __init__(self, model: nn.Module, settings: Settings) -> None:
         device, meta_replay, probes = settings.device, settings.meta_replay, settings.probes
+        #: where ``model`` is a copy draw_graph made: ``id(module of the caller's model) ->
+        #: (it, its copy)``; a call of one, however the forward reached it, runs the copy
+        self.stand_ins = stand_ins(model)
         #: the model recorded: a ``torch.compile`` wrapper stands for the module it wraps
         self.model = model = unwrap(model)
         #: torch.compile's wrapper class (OptimizedModule), None when Dynamo is not loaded
@@ -111,15 +118,27 @@ class SessionState:
         #: marks this session's RecorderTensors: one with another token is stale (it
         #: outlived its recording) and is treated as a plain tensor
         self.token = object()
-        self.module_names, self.param_names = model_names(model)
+        #: the model's modules, parameters and buffers as recording began, held for the
+        #: session: their ids are keys of the two name tables, and one the forward replaces
+        #: (``self.attn = Attn()``) must not free its id for an object made later
+        self.tree: list[Any] = []
+        self.module_names, self.param_names = model_names(model, self.tree)
+        #: tensors aliased without a shared version counter (``p.data``, ``p.data = x``):
+        #: storage key of the alias -> (object keeping the key valid, the tensor it writes)
+        self.data_links: dict[int, tuple[Any, torch.Tensor]] = {}
         #: the model's parameters and buffers written in place, saved to be put back (keep.py)
-        self.kept = KeptParameters(self.param_names) if settings.keep_parameters else None
+        self.kept = KeptParameters(self.param_names, self.data_links) if settings.keep_parameters else None
         #: the modules not in the model's tree that were named while recording (calls.py)
         self.found_modules: list[nn.Module] = []
+        #: module conversions inside forward, undone at the end with keep_parameters (convert.py)
+        self.undo = Undo() if settings.keep_parameters else None
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
         # (parameters, buffers, constants, foreign subclasses); the strong reference keeps
         # the id valid for the session's life only
         self.sources: dict[int, list[Any]] = {}
+        #: tensors a vmap may hand out (transforms.py): id -> (tensor, node of the result
+        #: inside that it stands for, the op that hands it out)
+        self.unwrapped: dict[int, tuple[torch.Tensor, TensorNode, str]] = {}
         # last op that mutated a storage: id(storage owner) -> (owner, function node id)
         self.mutations: dict[int, tuple[Any, int]] = {}
         #: writes per storage, once the recording meets inference tensors (inference.py)
@@ -132,6 +151,8 @@ class SessionState:
         #: id -> (ours, theirs).  Where one is left on the model or returned, theirs is put
         #: back (boundary.py), as the forward without us would leave that same object there.
         self.originals: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        #: inputs moved to meta came with their values (values.py): follow them
+        self.values = False
         #: the plain tensor made for each of ours left where the caller can see it (theirs)
         self.plain_of: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
@@ -229,12 +250,12 @@ class SessionState:
         )
 
 
-def model_names(model: nn.Module) -> tuple[dict[int, str], dict[int, tuple[str, str]]]:
+def model_names(model: nn.Module, alive: list[Any] | None = None) -> tuple[dict[int, str], dict[int, tuple[str, str]]]:
     """``id(module) -> qualified name`` and ``id(tensor) -> (qualified name, role)`` for the
     parameters and buffers, the first name of each object in ``named_modules`` order
     (``remove_duplicate=False``), parameters before buffers: one pre-order walk instead of
     ``named_modules``/``named_parameters``/``named_buffers`` (nested generators, each
-    O(depth) per module)."""
+    O(depth) per module).  ``alive`` gets every object named (whose ids are the keys)."""
     modules: dict[int, str] = {}
     params: dict[int, tuple[str, str]] = {}
     buffers: dict[int, tuple[str, str]] = {}
@@ -252,6 +273,10 @@ def model_names(model: nn.Module) -> tuple[dict[int, str], dict[int, tuple[str, 
         for k, b in m._buffers.items():
             if b is not None:
                 buffers.setdefault(id(b), (prefix + k, BUFFER_ROLE))
+        if alive is not None:
+            alive.append(m)
+            alive.extend(m._parameters.values())
+            alive.extend(m._buffers.values())
         children = m._modules
         if children:
             stack.extend([(prefix + k, c) for k, c in reversed(children.items()) if c is not None])

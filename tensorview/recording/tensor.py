@@ -82,3 +82,15 @@ class RecorderTensor(torch.Tensor):
             with torch._C.DisableTorchFunctionSubclass():
                 return func(*args, **kwargs)
         return session.handle(func, types, args, kwargs)
+
+
+def unchanged_by(ins: list[torch.Tensor], out: torch.Tensor, token: object, sources: dict[int, list[Any]]) -> bool:
+    """No argument of the op is ``out`` or was written by it (its version counter moved)."""
+    try:
+        for t in ins:
+            old = t._tv_ver if type(t) is RecorderTensor and t._tv_tok is token else sources[id(t)][2]
+            if out is t or t._version != old:
+                return False
+    except RuntimeError:  # an inference tensor (no version counter): the general way
+        return False
+    return True

@@ -45,19 +45,28 @@ class Renderer:
         for c in view.clusters:
             kids.setdefault(c.parent, []).append(c)
 
-        def region(cluster: int | None) -> None:
+        def region(cluster: int | None) -> list[tuple[int, int, ViewNode | Cluster]]:
             items: list[tuple[int, int, ViewNode | Cluster]] = [(n.order, 0, n) for n in nodes.get(cluster, ())]
             items.extend((c.order, 1, c) for c in kids.get(cluster, ()))
-            items.sort(key=lambda item: (item[0], item[1]))
-            for _, _, item in items:
-                if isinstance(item, Cluster):
-                    put(self.begin_module(item))
-                    region(item.id)
-                    put(self.end_module(item))
-                else:
-                    put(self.render_node(item))
+            items.sort(key=lambda item: (item[0], item[1]), reverse=True)
+            return items
 
-        region(None)
+        # clusters nest as deep as the model: a stack of regions, not recursion
+        stack: list[tuple[Cluster | None, list[tuple[int, int, ViewNode | Cluster]]]] = [(None, region(None))]
+        while stack:
+            cluster, items = stack[-1]
+            if not items:
+                stack.pop()
+                if cluster is not None:
+                    put(self.end_module(cluster))
+                continue
+            item = items.pop()[2]
+            if isinstance(item, Cluster):
+                put(self.begin_module(item))
+                stack.append((item, region(item.id)))
+            else:
+                put(self.render_node(item))
+
         by = view.by_id
         for e in view.edges:
             put(self.render_edge(by[e.src], by[e.dst], e.count))

@@ -120,6 +120,7 @@ def encode(g: Graph) -> dict[str, Any]:
         "outputs": list(g.outputs),
         "root": g.root,
         "error": g.error,
+        "warnings": list(g.warnings),
         "strings": s.items,
     }
 

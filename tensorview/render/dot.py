@@ -117,6 +117,10 @@ class DotRenderer(Renderer):
         self._indent = "\t"
         graph_attr: dict[str, Any] = {"rankdir": self.options.graph_dir}
         graph_attr.update(self.styler.style_graph(view))
+        if view.graph.warnings:  # what the recording knows may be missing, said in the picture
+            graph_attr.setdefault("label", "\n".join(f"⚠ {w}" for w in view.graph.warnings))
+            graph_attr.setdefault("labelloc", "t")
+            graph_attr.setdefault("labeljust", "l")
         if self.options.layout == "auto":
             for k, v in layout_attrs(view).items():
                 graph_attr.setdefault(k, v)

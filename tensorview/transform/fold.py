@@ -5,7 +5,7 @@ ranges once, so finding runs costs O(size of the siblings)."""
 
 from __future__ import annotations
 
-from ..graph import FunctionNode, Graph, ModuleNode, Shape, TensorNode
+from ..graph import FunctionNode, Graph, ModuleNode, Node, Shape, TensorNode
 
 
 def call_end(g: Graph, m: ModuleNode) -> int:
@@ -20,32 +20,63 @@ def _io_shapes(g: Graph, m: ModuleNode) -> tuple[list[Shape], list[Shape]]:
 
 def same_call(g: Graph, a: ModuleNode, b: ModuleNode) -> bool:
     """Whether calls ``a`` and ``b`` did the same computation, node by node."""
-    if a.cls_name != b.cls_name or a.cls_module != b.cls_module or a.method != b.method or a.failed or b.failed:
-        return False
     ea, eb = call_end(g, a), call_end(g, b)
-    if ea - a.id != eb - b.id or a.opaque != b.opaque:
-        return False
-    if _io_shapes(g, a) != _io_shapes(g, b):
+    if ea - a.id != eb - b.id or not _header_same(g, a, b):
         return False
     nodes = g.nodes
     off = b.id - a.id
     for i in range(a.id + 1, ea):
         x, y = nodes[i], nodes[i + off]
-        if type(x) is not type(y) or (x.parent or 0) - a.id != (y.parent or 0) - b.id:
+        if type(x) is not type(y) or (x.parent or 0) - a.id != (y.parent or 0) - b.id or not _same_node(x, y):
             return False
-        match x, y:
-            case TensorNode(), TensorNode():
-                if x.shape != y.shape or x.dtype != y.dtype:
-                    return False
-            case FunctionNode(), FunctionNode():
-                if x.op != y.op:
-                    return False
-            case ModuleNode(), ModuleNode():
-                if x.cls_name != y.cls_name or x.method != y.method:
-                    return False
-            case _:  # same type (checked above), so a kind this match does not know
-                raise TypeError(f"unhandled node kind {type(x).__name__}")
     return True
+
+
+def counterparts(g: Graph, a: ModuleNode, b: ModuleNode) -> list[tuple[int, int]] | None:
+    """For two calls of one module (``b`` after ``a``) that did the same computation: each
+    node of ``b`` (its own id first) paired with its counterpart in ``a``; else ``None``.
+    Parameters and buffers are left out: they become nodes where they are first used, in
+    ``a`` only, and ``b`` uses those same nodes."""
+    if not _header_same(g, a, b):
+        return None
+    nodes = g.nodes
+
+    def inner(m: ModuleNode) -> list[int]:
+        return [i for i in range(m.id + 1, call_end(g, m)) if getattr(nodes[i], "role", None) not in _WEIGHTS]
+
+    xs, ys = inner(a), inner(b)
+    if len(xs) != len(ys):
+        return None
+    pairs = {a.id: b.id}
+    for i, j in zip(xs, ys):
+        x, y = nodes[i], nodes[j]
+        if type(x) is not type(y) or pairs.get(x.parent or 0) != y.parent or not _same_node(x, y):
+            return None
+        pairs[i] = j
+    return [(j, i) for i, j in pairs.items()]
+
+
+def _header_same(g: Graph, a: ModuleNode, b: ModuleNode) -> bool:
+    if a.cls_name != b.cls_name or a.cls_module != b.cls_module or a.method != b.method or a.failed or b.failed:
+        return False
+    return a.opaque == b.opaque and _io_shapes(g, a) == _io_shapes(g, b)
+
+
+def _same_node(x: Node, y: Node) -> bool:
+    """Nodes ``x`` and ``y`` (of one type) stand for the same step."""
+    match x, y:
+        case TensorNode(), TensorNode():
+            return x.shape == y.shape and x.dtype == y.dtype
+        case FunctionNode(), FunctionNode():
+            return x.op == y.op
+        case ModuleNode(), ModuleNode():
+            return x.cls_name == y.cls_name and x.method == y.method
+        case _:  # same type (checked by the caller), so a kind this match does not know
+            raise TypeError(f"unhandled node kind {type(x).__name__}")
+
+
+#: tensor roles made at first use only (a repeated call of the same module reuses them)
+_WEIGHTS = frozenset({"parameter", "buffer"})
 
 
 def fed_by(g: Graph, prev: ModuleNode, cur: ModuleNode) -> bool:

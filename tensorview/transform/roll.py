@@ -1,6 +1,8 @@
 """Roll: repeated calls of one module path (weight sharing, recursion, RNN loops) are
 drawn as the first call's node.  For an opened repeated call whose recorded structure
-matches the first call's, every inner node maps to its counterpart by position.
+matches the first call's, every inner node maps to its counterpart by position
+(parameters and buffers left out: only the first call made nodes for them), except the
+model's outputs: each is drawn as itself (two results of one shared ReLU stay two).
 
 Opened folds map the same way: every node of a ghost repeat maps to its counterpart in
 the repeat that is drawn (``fold_canon``)."""
@@ -8,7 +10,7 @@ the repeat that is drawn (``fold_canon``)."""
 from __future__ import annotations
 
 from ..graph import Graph, ModuleNode
-from .fold import call_end, same_call
+from .fold import call_end, counterparts
 from .scope import Scope
 
 
@@ -32,6 +34,7 @@ def canonical(g: Graph, s: Scope, canon: list[int] | None = None) -> list[int]:
     canon = canon if canon is not None else list(range(len(g.nodes)))
     first: dict[tuple[str, str | None], int] = {}
     nodes, box_of, opened = g.nodes, s.box_of, s.opened
+    outputs = set(g.outputs)
     for m in nodes:
         if type(m) is not ModuleNode:
             continue
@@ -41,8 +44,8 @@ def canonical(g: Graph, s: Scope, canon: list[int] | None = None) -> list[int]:
             continue
         if box_of[i] == i and box_of[f] == f and i not in s.members and f not in s.members:
             canon[i] = canon[f]
-        elif opened[i] and opened[f] and same_call(g, g.module(f), m):
-            off = i - f
-            for j in range(i, call_end(g, m)):
-                canon[j] = canon[j - off]
+        elif opened[i] and opened[f]:
+            for j, k in counterparts(g, g.module(f), m) or ():
+                if j not in outputs:  # an output of the model is drawn as itself, named as returned
+                    canon[j] = canon[k]
     return canon

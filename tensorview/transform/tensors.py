@@ -111,6 +111,12 @@ def tensors(g: Graph, opts: ViewOptions, s: Scope, canon: list[int], vn: list[in
             merged[i] = 1
             if i in io:
                 state[tgt] = DRAWN
+            elif state[tgt] == NONE and any(vn[d] >= 0 for d in succ[i]):
+                # a source the call returned unread (a parameter ``forward`` returns) is
+                # drawn where the alias is used, as a source is drawn where it is used
+                src = nodes[tgt]
+                if type(src) is TensorNode and (src.role in MADE_IN_FORWARD or (src.is_param and opts.show_params)):
+                    state[tgt] = DRAWN
             continue
         used = any(vn[d] >= 0 and (h < 0 or box_of[d] != h) for d in succ[i])
         if i in io:

@@ -223,6 +223,38 @@
     return true;
   };
 
+  /** For two calls of one module (``b`` after ``a``) that did the same computation: pairs
+   * ``[id in b, its counterpart in a]`` (``b`` itself first), parameters and buffers left
+   * out (only the first call made nodes for them); else null (transform/fold.py). */
+  Graph.prototype.counterparts = function (a, b) {
+    if (this.whatS[a] !== this.whatS[b] || this.clsModS[a] !== this.clsModS[b]) return null;
+    if (this.methodS[a] !== this.methodS[b] || this.failed(a) || this.failed(b)) return null;
+    if (this.opaque(a) !== this.opaque(b)) return null;
+    if (shapeKeys(this, this.predecessors(a)) !== shapeKeys(this, this.predecessors(b))) return null;
+    if (shapeKeys(this, this.successors(a)) !== shapeKeys(this, this.successors(b))) return null;
+    var self = this, kind = this.kind, parent = this.parent;
+    function inner(m) {
+      var ids = [];
+      for (var i = m + 1; i < self.end[m]; i++) if (!(kind[i] === TENSOR && self.isParam(i))) ids.push(i);
+      return ids;
+    }
+    var xs = inner(a), ys = inner(b);
+    if (xs.length !== ys.length) return null;
+    var pairs = new Map([[a, b]]), out = [[b, a]];
+    for (var k = 0; k < xs.length; k++) {
+      var x = xs[k], y = ys[k];
+      if (kind[x] !== kind[y] || pairs.get(Math.max(parent[x], 0)) !== parent[y]) return null;
+      if (kind[x] === TENSOR) {
+        if (this.whatS[x] !== this.whatS[y] || this.dtype(x) !== this.dtype(y)) return null;
+      } else if (this.whatS[x] !== this.whatS[y] || this.methodS[x] !== this.methodS[y]) {
+        return null;
+      }
+      pairs.set(x, y);
+      out.push([y, x]);
+    }
+    return out;
+  };
+
   /** Whether ``cur`` takes a tensor that ``prev`` produced (or returned). */
   Graph.prototype.fedBy = function (prev, cur) {
     var end = this.end[prev], ins = this.predecessors(cur);

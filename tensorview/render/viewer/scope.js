@@ -162,7 +162,7 @@
 
   /** Roll: repeated calls of one path drawn as the first. */
   function canonical(g, s, canon) {
-    var first = new Map();
+    var first = new Map(), outputs = new Set(g.outputs);
     for (var i = 0; i < g.n; i++) {
       if (g.kind[i] !== MODULE) continue;
       var key = g.pathS[i] + ":" + g.methodS[i]; // repeated calls of one path and method
@@ -171,9 +171,12 @@
       if (f === i) continue;
       if (s.boxOf[i] === i && s.boxOf[f] === f && !s.members.has(i) && !s.members.has(f)) {
         canon[i] = canon[f];
-      } else if (s.opened[i] && s.opened[f] && g.sameCall(f, i)) {
-        var off = i - f, end = g.end[i];
-        for (var j = i; j < end; j++) canon[j] = canon[j - off];
+      } else if (s.opened[i] && s.opened[f]) {
+        var pairs = g.counterparts(f, i) || [];
+        for (var k = 0; k < pairs.length; k++) {
+          // an output of the model is drawn as itself, named as returned
+          if (!outputs.has(pairs[k][0])) canon[pairs[k][0]] = canon[pairs[k][1]];
+        }
       }
     }
     return canon;

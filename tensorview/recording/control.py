@@ -1,0 +1,95 @@
+"""Calls recorded as what they stand for (``SPECIAL``): iterating a tensor, as ``unbind``;
+structured control flow (``torch.cond``), as the Python ``if`` it stands for.  And what
+torch does not show a ``TorchFunctionMode`` at all: tensors changed unseen (``Tensor.set_``).
+
+In eager mode ``torch.cond(pred, true_fn, false_fn, operands)`` is
+``true_fn(*operands) if pred else false_fn(*operands)``.  Torch runs it through Dynamo,
+which a recording keeps from tracing (the ``force_eager`` stance, compiled.py); the
+operator itself then traces both branches with fake tensors for autograd, and with grad on
+fails on a parameter a branch reads (a real tensor among fakes: "Please convert all
+Tensors to FakeTensors first"), where the plain forward runs.
+
+So while recording, a ``cond`` whose predicate has a value runs the branch it picks, and
+the branch's ops, module calls and the parameters it reads are recorded where they run, as
+for a Python ``if``.  A predicate without a value (meta, or a symbol on ``device="fake"``)
+leaves the operator to torch: one ``cond`` node, as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+from torch.overrides import _get_current_function_mode_stack
+
+#: ``run_cond``'s answer when the operator is left to torch
+LEFT_TO_TORCH = object()
+
+
+def cond_operator() -> Any:
+    """The ``cond`` higher-order operator, None where this torch has none."""
+    try:
+        from torch._higher_order_ops.cond import cond_op
+    except ImportError:  # pragma: no cover - torch without torch.cond
+        return None
+    return cond_op
+
+
+def _value(pred: Any) -> bool | None:
+    """``pred`` as a bool, None when it has no value here (meta, fake, symbolic)."""
+    if isinstance(pred, (bool, int, float)):
+        return bool(pred)
+    if not isinstance(pred, torch.Tensor):
+        return None  # a SymBool: the operator decides
+    with torch._C.DisableTorchFunction():
+        if pred.device.type == "meta" or torch._subclasses.fake_tensor.is_fake(pred):
+            return None
+        try:
+            return bool(pred)
+        except Exception:  # no data (a functional or other wrapper subclass)
+            return None
+
+
+def run_cond(mode: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run ``cond_op(pred, true_fn, false_fn, operands)`` as the branch it picks, under the
+    recording's TorchFunctionMode ``mode`` (a mode is off while its handler runs), or
+    ``LEFT_TO_TORCH``."""
+    params = dict(zip(("pred", "true_fn", "false_fn", "operands"), args, strict=False), **kwargs)
+    if set(params) - {"pred", "true_fn", "false_fn", "operands"} or len(params) < 3:
+        return LEFT_TO_TORCH
+    taken = _value(params["pred"])
+    if taken is None:
+        return LEFT_TO_TORCH
+    branch = params["true_fn"] if taken else params["false_fn"]
+    operands = params.get("operands", ())
+    active = any(m is mode for m in _get_current_function_mode_stack())
+    with contextlib.nullcontext() if active else mode:
+        return branch(*operands)
+
+
+def _cond(session: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    out = run_cond(session._mode, args, kwargs)
+    return session._op(func, args, kwargs) if out is LEFT_TO_TORCH else out
+
+
+def _iterate(session: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``for row in x``: the rows are recorded, as ``unbind``'s results."""
+    return iter(session._op(torch.Tensor.unbind, (args[0], 0), {}))
+
+
+#: torch function -> how the session records it: ``(session, func, args, kwargs) -> result``
+SPECIAL: dict[Any, Any] = {torch.Tensor.__iter__: _iterate}
+if cond_operator() is not None:
+    SPECIAL[cond_operator()] = _cond
+
+
+def unseen_change(path: str) -> str:
+    """The warning for a tensor whose version counter moved with no recorded op to explain
+    it: ``Tensor.set_`` (which never reaches ``__torch_function__``) or a kernel that runs
+    no torch functions (a TorchScript module), inside the call at ``path``."""
+    where = f"in {path!r}" if path else "in the root module"
+    return (
+        f"a tensor {where} changed where tensorview cannot see (Tensor.set_, or a kernel that "
+        "calls no torch functions): its later uses are drawn from its earlier value"
+    )

@@ -1,0 +1,120 @@
+"""Tensors of functorch transforms inside a forward (``torch.vmap``, ``torch.func``).
+
+Inside ``vmap(f)(x)``, ``f`` sees ``BatchedTensor``s: plain ``torch.Tensor`` objects that
+wrap the real tensor (``x``) and hide its batch dimension, made by torch where no hook
+sees (``_add_batch_dim``); ``f``'s results are unwrapped the same way when it returns
+(``_remove_batch_dim``).  Ensembles (``stack_module_state`` + ``vmap(functional_call)``)
+and per-sample gradients run so.  The session follows the wrapping:
+
+* a wrapped tensor read inside the transform stands for the tensor it wraps (unwrapped
+  level by level, ``get_unwrapped``): its edges come from the real inputs, parameters
+  stacked by ``stack_module_state`` included;
+* an op's wrapped result is tracked as the object it is (``sources``), never aliased as a
+  RecorderTensor (an alias would wrap another tensor than the one vmap unwraps), and the
+  tensor it wraps is noted (``unwrapped``): when vmap hands that tensor out with the batch
+  dimension put back (or a view of it, for ``out_dims``), it is the result of a ``vmap``
+  FunctionNode reading the op's result inside, so the call's output is connected to what
+  ran inside it.
+
+Shapes inside a transform are the per-sample shapes the function sees; the ``vmap`` node's
+result has the batched shape.  Checks cost one call into torch per op while no transform
+is active (``_are_functorch_transforms_active``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..graph import ModuleNode, TensorNode
+from .opcalls import OpCalls
+from .optable import version
+from .tensor import RecorderTensor
+
+_F: Any = torch._C._functorch
+#: whether a functorch transform (vmap, grad...) is running in this thread (a cheap test)
+active: Any = torch._C._are_functorch_transforms_active
+_RT = RecorderTensor
+_MAX_LEVELS = 64
+
+
+def wrapped(t: torch.Tensor) -> bool:
+    """``t`` is a tensor a running functorch transform wrapped (a BatchedTensor...)."""
+    return bool(active()) and bool(_F.is_functorch_wrapped_tensor(t))
+
+
+class FuncTransforms(OpCalls):
+    def node_of(self, t: torch.Tensor) -> TensorNode:
+        raise NotImplementedError  # ops.py
+
+    def seen_by_transform(self, t: torch.Tensor) -> bool:
+        """``t``, not known otherwise, has a node through a transform: it wraps a recorded
+        tensor, or a transform handed it out (``transformed_node`` makes that node)."""
+        unwrapped = self.unwrapped
+        if unwrapped and (id(t) in unwrapped or id(t._base) in unwrapped):
+            return True
+        return wrapped(t)
+
+    def adopt(self, t: torch.Tensor, scope: ModuleNode) -> torch.Tensor:
+        """``t`` is returned by the call ``scope``, which is ending: if it is a vmap's
+        result not read yet, its ``vmap`` node is made now, inside the call."""
+        if type(t) is not _RT and id(t) not in self.sources:
+            self._handed_out(t, scope)
+        return t
+
+    def transformed_node(self, t: torch.Tensor) -> TensorNode | None:
+        """The node of ``t``, a tensor never seen, where a transform made it: the node of
+        the tensor it wraps, or a ``vmap`` result (see the module docstring); None if
+        neither (a constant)."""
+        if self.unwrapped:
+            node = self._handed_out(t, self.scope())
+            if node is not None:
+                return node
+        if not wrapped(t):
+            return None
+        inner: Any = t
+        for _ in range(_MAX_LEVELS):
+            if not _F.is_functorch_wrapped_tensor(inner):
+                return None
+            inner = _F.get_unwrapped(inner)
+            if (type(inner) is _RT and inner._tv_tok is self.token) or id(inner) in self.sources:
+                break
+            if id(inner) in self.param_names or (self.unwrapped and self._handed_out(inner, self.scope()) is not None):
+                break
+        else:
+            return None
+        found = self.node_of(inner)
+        self.sources[id(t)] = [t, found, version(t)]
+        return found
+
+    def note_wrapped(self, t: torch.Tensor, node: TensorNode) -> None:
+        """``t`` is now ``node`` (tracked as it is, by ``bind``): if a transform wrapped
+        it, each tensor it wraps, level by level, is what a transform may hand out for it
+        (``vmap`` for a batched level, ``unwrap`` for another: ``grad``'s)."""
+        if not active():
+            return
+        inner: Any = t
+        for _ in range(_MAX_LEVELS):
+            if not _F.is_functorch_wrapped_tensor(inner):
+                return
+            op = "vmap" if _F.is_batchedtensor(inner) else "unwrap"
+            inner = _F.get_unwrapped(inner)
+            self.unwrapped[id(inner)] = (inner, node, op)
+
+    def _handed_out(self, t: torch.Tensor, scope: ModuleNode) -> TensorNode | None:
+        """``t`` (or its base, for ``out_dims``) is a tensor vmap handed out: its node, made
+        in ``scope`` by a ``vmap`` FunctionNode; None if it is not one."""
+        key = id(t)
+        hit = self.unwrapped.get(key)
+        if hit is None or hit[0] is not t:
+            key = id(t._base)
+            hit = self.unwrapped.get(key)
+            if hit is None or hit[0] is not t._base:
+                return None
+        del self.unwrapped[key]  # (held until now: its id must stay its own)
+        fn = self.builder.add_function(hit[2], scope, [hit[1].id])
+        node = self.new_result(t, scope, fn)
+        self.sources[id(t)] = [t, node, version(t)]
+        self.note_wrapped(t, node)  # nested transforms: itself wrapped at an outer level
+        return node

@@ -1,0 +1,29 @@
+"""`make bench` fails when a target fails (issue 18: it printed FAIL and exited 0)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench_run():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("tv_bench_run", ROOT / "bench" / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_failed_target_is_a_failed_exit_status(capsys) -> None:  # type: ignore[no-untyped-def]
+    run = bench_run()
+    assert run.exit_status([("fast", True, "1 s"), ("noted", None, "info")]) == 0
+    assert run.exit_status([("fast", True, "1 s"), ("slow", False, "30 us/op > 15")]) == 1
+    assert "1 target(s) failed: slow" in capsys.readouterr().err
+
+
+def test_the_script_exits_with_mains_status() -> None:
+    source = (ROOT / "bench" / "run.py").read_text()
+    assert source.rstrip().endswith('if __name__ == "__main__":\n    sys.exit(main())')
+    assert "    return exit_status(results)\n" in source
