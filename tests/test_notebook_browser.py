@@ -97,11 +97,25 @@ def test_a_viewer_in_a_sandboxed_iframe_works_alone(browser: Browser, tmp_path: 
             browser.wait_ready()
             assert node_counts(browser) == [want[k]]
             assert browser.js("return document.querySelectorAll('.tv-node').length") == want[k]
+            assert browser.js("return tensorview.worker.where()") == "worker"  # a blob: worker, in the sandbox too
             browser.driver.switch_to.default_content()
         browser.screenshot("notebook-iframes.png")
     finally:
         browser.driver.switch_to.default_content()
     assert not errors(browser)
+
+
+def test_where_no_worker_may_start_the_layout_runs_in_the_page(browser: Browser, tmp_path: Path) -> None:
+    graph = cnn()
+    csp = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"  # no worker-src
+    head = f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+    path = tmp_path / "no-workers.html"
+    path.write_text(page(graph.interactive()._repr_html_(), head + RequireJS), encoding="utf-8")
+    browser.open(path)
+    assert node_counts(browser) == [len(graph.get_view().nodes)]
+    assert browser.js("return tensorview.worker.where()") == "page"
+    others = [e for e in errors(browser) if e["source"] != "security"]  # the browser's report of the refusal
+    assert not others
 
 
 def test_an_output_removed_before_it_started_leaves_nothing_behind(browser: Browser, tmp_path: Path) -> None:
