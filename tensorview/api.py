@@ -19,12 +19,13 @@ from .cost.probe import CostProbe
 from .cost.run import summarize
 from .cost.summary import Summary
 from .drawing import ComputationGraph
-from .errors import InvalidTypeError
+from .errors import InvalidTypeError, shown
 from .graph import Graph, ViewOptions
 from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
 from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, dtypes_hint, make_inputs, to_device
+from .recording.modes import caller_modes_hidden
 from .recording.placement import as_device, model_device, placed
 from .render import RenderOptions, styler_for
 
@@ -59,17 +60,13 @@ class Recorder(BaseRecorder[ComputationGraph]):
         super().__init__(model, device=device, meta_replay=meta_replay, probes=probes, keep_parameters=keep_parameters)
         for name, value, cls in (("options", options, ViewOptions), ("render_options", render_options, RenderOptions)):
             if value is not None and not isinstance(value, cls):
-                raise InvalidTypeError(f"{name} must be a {cls.__name__} or None, got {value!r:.80}")
+                raise InvalidTypeError(f"{name} must be a {cls.__name__} or None, got {shown(value)}")
         self.options = options
         self.render_options = render_options
 
     def _result(self, graph: Graph) -> ComputationGraph:
         cost = next((p.record for p in self.probes if isinstance(p, CostProbe)), None)
         return ComputationGraph(graph, self.options, self.render_options, cost=cost)
-
-    def __enter__(self) -> Recorder:
-        super().__enter__()
-        return self
 
 
 def draw_graph(
@@ -145,8 +142,9 @@ def draw_graph(
     styler = styler_for(style) if style is not None else None
     if forward_kwargs:
         check_forward_kwargs(model, forward_kwargs, _OPTION_NAMES)
-    if not isinstance(source, bool):
-        raise InvalidTypeError(f"source must be True or False, got {source!r:.80}")
+    for flag, value in (("source", source), ("save_graph", save_graph)):
+        if not isinstance(value, bool):
+            raise InvalidTypeError(f"{flag} must be True or False, got {shown(value)}")
     options = ViewOptions(
         depth=depth,  # type: ignore[arg-type]  # a float is rounded down, inf kept as DEPTH_ALL
         expand_nested=expand_nested,
@@ -193,9 +191,6 @@ def _record(
     input_size, input_data, dtypes, forward_kwargs = inputs
     fake = is_fake(device)
     dev = None if fake else as_device(device)
-    target = dev if dev is not None else model_device(model)
-    args, kwargs = make_inputs(input_size, input_data, dtypes, target)
-    kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
     probes: list[Probe] = [CostProbe(stats)] if stats else []
     probes.extend(more_probes)
     if source:
@@ -203,6 +198,11 @@ def _record(
     # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
     with interrupts.deferred(interrupts.caller_frame()), contextlib.ExitStack() as stack:
         stack.enter_context(dtypes_hint(input_size, input_data, dtypes))  # nn.Embedding given floats
+        stack.enter_context(caller_modes_hidden())  # the caller's modes see the forward only
+        stack.callback(torch.set_grad_enabled, torch.is_grad_enabled())  # also if torch's own guard is cut short
+        target = dev if dev is not None else model_device(model)
+        args, kwargs = make_inputs(input_size, input_data, dtypes, target)
+        kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
         if fake:  # FakeTensorMode: sizes that depend on values become symbols (recording/fake.py)
             runnable, to_fake = stack.enter_context(fake_placed(model, mode))
             args, kwargs = to_fake((args, kwargs))

@@ -17,7 +17,7 @@ import graphviz
 from .compat.graph_api import TorchviewAPI, TorchviewExtras
 from .cost.record import CostRecord
 from .cost.summary import Summary
-from .errors import InvalidInputError, InvalidTypeError, RenderError, TensorviewError, choices_error
+from .errors import InvalidInputError, InvalidTypeError, RenderError, TensorviewError, choices_error, shown
 from .graph import (
     VIEW_OPTION_NAMES,
     AnnotationPass,
@@ -140,7 +140,7 @@ class ComputationGraph(TorchviewAPI):
         path = _check_path(path)
         if format is not None and not isinstance(format, str):
             raise InvalidTypeError(
-                f"save format must be a str, one of {list(extensions())!r}, got {type(format).__name__}: {format!r:.80}"
+                f"save format must be a str, one of {list(extensions())!r}, got {type(format).__name__}: {shown(format)}"
             )
         fmt = format_for(format or os.path.splitext(path)[1].lstrip("."))
         data = self.produce(fmt)
@@ -213,9 +213,9 @@ class ComputationGraph(TorchviewAPI):
         if g.error:
             lines.append(f"  error: {printable(g.error)}")
         lines.extend(f"  warning: {printable(w)}" for w in g.warnings)
-        for shown, m in enumerate(g.modules()):
-            if shown == REPR_MODULES:
-                lines.append(f"  … {counts['module'] - shown} more module calls")
+        for listed, m in enumerate(g.modules()):
+            if listed == REPR_MODULES:
+                lines.append(f"  … {counts['module'] - listed} more module calls")
                 break
             lines.append(_module_line(g, m))
         return "\n".join(lines)
@@ -261,7 +261,7 @@ def _check_styler(styler: Any) -> GraphvizStyler | None:
         )
     raise InvalidTypeError(
         f"styler must be a GraphvizStyler instance (e.g. GraphvizStyler(fontname='Helvetica')) or None, "
-        f"got {type(styler).__name__}: {styler!r:.80}"
+        f"got {type(styler).__name__}: {shown(styler)}"
     )
 
 
@@ -275,7 +275,7 @@ def _check_path(path: Any) -> str:
     """A file path as ``str``: ``str``, ``bytes`` (decoded as the OS does) or ``os.PathLike``."""
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise InvalidTypeError(
-            f"save path must be a str or os.PathLike such as 'model.svg', got {type(path).__name__}: {path!r:.80}"
+            f"save path must be a str or os.PathLike such as 'model.svg', got {type(path).__name__}: {shown(path)}"
         )
     return os.fsdecode(path)
 

@@ -176,7 +176,8 @@ def test_script_json_never_writes_markup() -> None:
     value = {"a": "</script><!--<script>&amp;", "b": ["\u2028", "\ud800"]}
     text = viewer_html.script_json(value)
     assert not set("<>&") & set(text) and text.isascii()
-    assert json.loads(text) == value
+    # a lone surrogate, which XML cannot carry, as the visible escape of graph.svg()
+    assert json.loads(text) == {"a": value["a"], "b": ["\u2028", "\\ud800"]}
 
 
 def test_every_notebook_output_carries_the_whole_viewer() -> None:
@@ -293,3 +294,21 @@ def test_the_viewer_takes_the_stylers_colours() -> None:
     plain = viewer_html.config(cnn().view(styler=tv.GraphvizStyler(fillcolor="white")))["colors"]
     assert plain["tensor"] == plain["module"] == "white"
     assert viewer_html.config(cnn())["colors"] == {}  # no styler: the viewer's own look
+
+
+def test_viewer_data_holds_no_character_xml_cannot_carry() -> None:
+    """Names go into the viewer's data with the visible escapes of DOT's SVG (issue 21 C1),
+    so the SVG the viewer exports is XML."""
+    import json
+    import re
+
+    from tensorview.render.html import script_json
+
+    from .test_hostile_names import NAMES, drawn
+
+    graph = drawn(NAMES["control"] + NAMES["nul"] + NAMES["surrogate"], graph_name="g\x01")
+    data = json.loads(script_json({"names": [m.path for m in graph.graph.modules()], "name\x02": "x\x85"}))
+    text = json.dumps(data, ensure_ascii=False)
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]", text)
+    assert "ctl\\x01\\x1b[31m\\x7fnul\\x00bytelone\\ud800surrogate" in data["names"]
+    assert data["name\\x02"] == "x\\x85"

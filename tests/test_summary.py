@@ -16,7 +16,10 @@ from tensorview.cost.flops import EXTRA_FORMULAS
 from tensorview.recording.recorder import is_patched
 
 from .fixtures import cost_models as cm
+from .fixtures.hf import written_for
 from .test_transformers_tier import ARCH_IDS, ARCHS, build
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 
 def unique_params(model: nn.Module) -> int:

@@ -18,6 +18,9 @@ import tensorview as tv
 from tensorview.errors import InvalidInputError
 
 from .fixtures import cost_models as cm
+from .fixtures.hf import written_for
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 
 def _lines(table: str) -> list[str]:

@@ -25,9 +25,9 @@ from tensorview.transform import build_view
 
 from .browser import Browser, why_no_browser
 from .fixtures.cost_models import CNN, tiny_llama_config
-from .fixtures.hf import causal_lm_cache_field
+from .fixtures.hf import causal_lm_cache_field, written_for
 
-pytestmark = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
+pytestmark = [pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}"), written_for]
 if why_no_browser() is None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -419,6 +419,15 @@ def test_a_failed_recording_opens_with_its_error(browser: Browser, tmp_path: Pat
     assert_clean(browser)
 
 
+def test_a_model_nested_as_deep_as_its_forward_runs_opens(browser: Browser, tmp_path: Path) -> None:
+    from .test_wrong_graphs import nested, plain_max_depth
+
+    levels = plain_max_depth("cpu") * 9 // 10
+    g = tv.draw_graph(nested(levels), input_size=(1, 2), depth=10**6, expand_nested=True)
+    browser.open(g.save(tmp_path / "deep.html"))
+    assert len(clusters(browser)) == levels - 1  # every Nest below the root is an open box
+
+
 # -- layout off the page's thread ----------------------------------------------------------------
 LONG_TASKS = """window.__longtasks = [];
 new PerformanceObserver(function (list) {
@@ -471,4 +480,20 @@ def test_a_long_layout_leaves_the_page_free_and_can_be_cancelled(browser: Browse
     # a new worker takes the next layout
     click(browser, browser.driver.find_element(By.CSS_SELECTOR, '[data-toggle-option="fold"]'))
     assert ids(browser, ".tv-node") == drawn and browser.js("return tensorview.worker.where()") == "worker"
+
+
+def test_the_svg_export_of_hostile_names_parses(browser: Browser, tmp_path: Path) -> None:
+    """The viewer's SVG export is XML like ``graph.svg()``: characters XML cannot carry
+    become the same visible escapes (issue 21 C1)."""
+    from .test_hostile_names import CLASS_NAMES, NAMES, hostile_model
+
+    name = NAMES["control"] + NAMES["nul"] + NAMES["surrogate"]
+    model = hostile_model(name, cls_name=CLASS_NAMES["control_entity"])
+    graph = tv.draw_graph(model, input_size=(1, 3), graph_name="g\x01\x1b", depth=1)
+    browser.open(graph.save(tmp_path / "ctl.html"))
+    svg = browser.js("return tensorview.panel.exportSVG(tensorview.viewers[0])")
+    root = ET.fromstring(svg)  # raises ParseError unless well-formed XML
+    text = "\n".join(t for el in root.iter() for t in (el.text, *el.attrib.values()) if t)
+    assert "ctl\\x01\\x1b[31m\\x7fnul\\x00bytelone\\ud800surrogate" in text  # as graph.svg() shows it
+    assert "Ctl\\x01&#xD800;\\x1f" in text
     assert_clean(browser)

@@ -152,7 +152,10 @@ def summary(ns: argparse.Namespace, progress: Progress) -> int:
         result = fn(target.model, **options, **inputs.call_arguments(specs, ns.device))
     if ns.output:
         with open(ns.output, "w", encoding="utf-8") as f:
-            json.dump(result.to_dict(), f, indent=1)
+            if ns.output.lower().endswith(".txt"):
+                f.write(f"{result}\n")
+            else:
+                json.dump(result.to_dict(), f, indent=1)
         progress.say(f"wrote {ns.output}")
     else:
         print(result)

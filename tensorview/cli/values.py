@@ -160,6 +160,26 @@ FOLD_VALUES: dict[str, bool | str] = {
 }
 
 
+def open_folds(text: str) -> bool | int:
+    """An argparse type: which repeat of each fold is drawn opened (an int, negative from
+    the end), or true/false."""
+    value = FOLD_VALUES.get(text.strip().lower())
+    if isinstance(value, bool):
+        return value
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"bad open-folds {text!r}: expected the index of a repeat (0, 2, -1), true or false") from None
+
+
+def summary_output(text: str) -> str:
+    """An argparse type: where ``summary -o`` writes, a .json or .txt file."""
+    ext = text.rpartition(".")[2].lower() if "." in text.rpartition("/")[2] else ""
+    if ext not in ("json", "txt"):
+        raise UsageError(f"bad summary output {text!r}: expected a .json file (the data) or a .txt file (the table)")
+    return text
+
+
 def fold(text: str) -> bool | str:
     """An argparse type: ``auto``, ``true`` or ``false``."""
     value = FOLD_VALUES.get(text.strip().lower())

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
-from ..errors import InvalidInputError, InvalidTypeError
+from ..errors import InvalidInputError, InvalidTypeError, shown
 from ..graph import Graph, ir_of
 from .columns import TableOptions
 from .facts import ModuleFacts, module_facts, static_rows
@@ -41,7 +41,7 @@ def _state_dtype(value: Any) -> torch.dtype | None:
         if isinstance(dt, torch.dtype):
             return dt
         raise InvalidInputError(f"unknown state_dtype {value!r}: a torch dtype such as torch.float32 or 'bfloat16'")
-    raise InvalidTypeError(f"state_dtype must be a torch.dtype, a dtype name or None, got {value!r:.80}")
+    raise InvalidTypeError(f"state_dtype must be a torch.dtype, a dtype name or None, got {shown(value)}")
 
 
 def _leaves(rows: list[Row]) -> list[Row]:
@@ -53,7 +53,7 @@ def _depth(value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidTypeError(f"depth must be an int or None, got {value!r:.80}")
+        raise InvalidTypeError(f"depth must be an int or None, got {shown(value)}")
     if value < 0:
         raise InvalidInputError(f"depth must be >= 0, got {value!r}")
     return value

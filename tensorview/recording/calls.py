@@ -246,8 +246,10 @@ class ModuleScope(OpRecorder):
             # passed through unchanged: an alias node standing for the outer tensor
             parent = self.graph.module(m.parent) if m.parent is not None else m
             alias = self.new_tensor(t, "_out", "intermediate", parent, copy_of=nid, producer=m.id, named_after=m)
+            if wrapped(t):  # a tensor of a vmap: the object itself is now the alias (transforms.py)
+                return self.wrapped_result(t, alias)
             plain = alias_as(t, _Tensor) if type(t) is _RT else t
-            if type(plain) is _Tensor and plain.layout == torch.strided and not wrapped(plain):
+            if type(plain) is _Tensor and plain.layout == torch.strided:
                 return self.stands_for(recorded_alias(plain, alias, token), t)
             if type(t) is not _RT:  # one object (a fake or other foreign tensor): now the alias
                 self.sources[id(t)] = [t, alias, version(t)]

@@ -22,6 +22,7 @@ from ..errors import (
     RecordingError,
     add_hint,
     describe,
+    shown,
 )
 from .tree import map_tensors
 from .values import keep_values
@@ -47,11 +48,7 @@ def summary(value: Any) -> str:
     device (never their values), anything else as a repr cut at 80 characters."""
     if isinstance(value, torch.Tensor):
         return f"tensor(shape={tuple(value.shape)}, dtype={value.dtype}, device={value.device})"
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
-        text = f"<{type(value).__name__} object>"
-    return text if len(text) <= 80 else text[:77] + "..."
+    return shown(value)  # (a broken __repr__ never hides the real error)
 
 
 def check_model(model: Any, who: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Protocol
 
 from ..errors import choices_error
 from ..graph import Graph, View, ViewOptions
+from .escape import file_name
 from .executable import run_dot, with_graph_attrs
 from .options import RenderOptions
 
@@ -103,6 +105,17 @@ def format_for(extension: str) -> Format:
     if fmt is None:
         raise choices_error("save format", ext, _BY_EXTENSION)
     return fmt
+
+
+def save_path(directory: str | bytes, filename: str | bytes | None, name: str) -> str:
+    """Where ``draw_graph(save_graph=True)`` writes: ``filename`` in ``directory``, else the
+    graph's ``name`` (user data) made a safe file name there (``escape.file_name``); PNG
+    when the name has no extension of a format (torchview's default)."""
+    path = os.fsdecode(filename) if filename else file_name(name)
+    ext = os.path.splitext(path)[1][1:].lower()
+    if not ext or (not filename and ext not in _BY_EXTENSION):
+        path += ".png"
+    return os.path.join(os.fsdecode(directory), path)
 
 
 def _dot_output(kind: str) -> Callable[[Drawing], bytes]:

@@ -33,6 +33,7 @@ from typing import Any
 from ..graph import VIEW_OPTION_NAMES
 from ..graph.listing import one_line
 from .compact import encode
+from .escape import visible
 from .formats import Drawing
 
 #: the viewer's own scripts, in load order (each an IIFE adding to ``window.tensorview``)
@@ -72,10 +73,26 @@ _ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 def script_json(value: Any) -> str:
     """``value`` as JSON that is safe inside a ``<script>`` element: no ``<``, ``>`` or
     ``&`` appears literally (strings keep them as ``\\u`` escapes, which JSON.parse reads
-    back), so no ``</script>`` or ``<!--`` can occur."""
-    # ASCII only: names may hold lone surrogates, which UTF-8 cannot carry (JSON escapes can)
-    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    back), so no ``</script>`` or ``<!--`` can occur.  Strings hold no character XML
+    cannot carry (``escape.visible``, as in DOT): the viewer's SVG export parses."""
+    text = json.dumps(_visible(value), separators=(",", ":"), allow_nan=False)
     return text.translate(_ESCAPES)
+
+
+def _visible(value: Any) -> Any:
+    """Every string in ``value`` (JSON data: dicts, lists) through ``visible``."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {visible(str(k)): _visible(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if _NUMBERS.issuperset(map(type, value)):  # the compact columns: nothing to do
+            return value
+        return [_visible(v) for v in value]
+    return value
+
+
+_NUMBERS = frozenset({int, float, bool, type(None)})
 
 
 @cache
@@ -123,7 +140,9 @@ def viewer_markup(d: Drawing, *, height: int | None, inline: bool, library_: boo
     it; ``height`` None fills the parent (the standalone page); ``picture``: the output
     before this one is its picture, which the viewer hides when it starts."""
     uid = uuid.uuid4().hex[:16]  # the starter's id, for pages that run scripts without currentScript
-    data = packed(json.dumps(payload(d, inline), separators=(",", ":"), allow_nan=False))
+    data = packed(
+        json.dumps(_visible(payload(d, inline)), separators=(",", ":"), allow_nan=False)
+    )  # escape.visible: the SVG export parses
     parts = [library() if library_ else "", f"<!--tv:data:\n{data}-->"]
     if height is not None:
         parts.append(f"<!--tv:height:{int(height)}-->")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidInputError, InvalidTypeError, RenderError
+from ..errors import InvalidInputError, InvalidTypeError, RenderError, shown
 from .formats import Drawing, Format, formats, register
 from .html import HEIGHT, page, viewer_markup
 
@@ -48,9 +48,9 @@ def fragment(d: Drawing, *, library_: bool | None = None, height: int = HEIGHT, 
 
 def _check(height: Any, library: Any) -> None:
     if not isinstance(height, int) or isinstance(height, bool) or height < 100:
-        raise InvalidInputError(f"height must be an int >= 100 (pixels), got {height!r:.80}")
+        raise InvalidInputError(f"height must be an int >= 100 (pixels), got {shown(height)}")
     if library is not None and not isinstance(library, bool):
-        raise InvalidTypeError(f"library must be True, False or None, got {library!r:.80}")
+        raise InvalidTypeError(f"library must be True, False or None, got {shown(library)}")
 
 
 class Interactive:
