@@ -43,7 +43,7 @@ class Server:
 
     def __init__(self, app: str, root: Path) -> None:
         module, app_class, self.tree = APPS[app]
-        pytest.importorskip(module, reason=needs.JUPYTER.format(module))
+        pytest.importorskip(module, reason=needs.JUPYTER)
         self.port, self.root = free_port(), root
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
         for name in ("config", "data", "runtime"):
