@@ -1,0 +1,247 @@
+"""tv.memory (tensorview/cost/step.py): the memory of a training step, predicted on meta,
+checked against PyTorch's own tracker on a real CPU step written out here."""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import tensorview as tv
+from tensorview.cost.memreport import CATEGORIES
+
+from .fixtures import cost_models as cm
+
+
+def cpu_step_peak(
+    model: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    make_opt: Callable[[list[nn.Parameter]], torch.optim.Optimizer] | None = torch.optim.Adam,
+    *,
+    set_to_none: bool = True,
+    amp: torch.dtype | None = None,
+) -> int:
+    """The peak of one real training step on the CPU, as PyTorch's MemTracker measures it:
+    forward, loss (the model's ``loss`` or the sum of its output), backward, outputs
+    dropped, optimizer step, zero_grad."""
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    model = copy.deepcopy(model)
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = make_opt(params) if make_opt is not None else None
+    tracker = MemTracker()
+    tracker.track_external(model, args, kwargs)
+    with tracker:
+        with torch.autocast("cpu", dtype=amp, enabled=amp is not None):
+            out = model(*args, **kwargs)
+            loss = out.loss if hasattr(out, "loss") else out.sum()
+        loss.backward()
+        del out, loss
+        if opt is not None:
+            opt.step()
+            opt.zero_grad(set_to_none=set_to_none)
+    return sum(snap["Total"] for snap in tracker.get_tracker_snapshot("peak").values())
+
+
+def llama(**over: Any) -> nn.Module:
+    import transformers
+
+    torch.manual_seed(0)
+    return transformers.AutoModelForCausalLM.from_config(cm.tiny_llama_config(**over))
+
+
+def llama_batch(batch: int = 2, seq: int = 16) -> dict[str, torch.Tensor]:
+    ids = torch.randint(0, 100, (batch, seq))
+    return {"input_ids": ids, "labels": ids}
+
+
+def cnn() -> nn.Module:
+    torch.manual_seed(0)
+    return cm.CNN()
+
+
+CASES: dict[str, Callable[[], tuple[nn.Module, tuple[Any, ...], dict[str, Any]]]] = {
+    "mlp": lambda: (cm.MLP(), (torch.randn(4, 16),), {}),
+    "cnn_batchnorm": lambda: (cnn(), (torch.randn(2, 3, 16, 16),), {}),
+    "llama": lambda: (llama(), (), llama_batch()),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_peak_on_meta_equals_a_real_cpu_step(name: str) -> None:
+    model, args, kwargs = CASES[name]()
+    expected = cpu_step_peak(model, args, kwargs)
+    data = kwargs if kwargs else args
+    report = tv.memory(model, input_data=data)
+    assert report.peak_bytes == expected
+    measured = tv.memory(model, input_data=data, device="cpu")
+    assert measured.peak_bytes == expected
+    assert report.phases == measured.phases  # every phase's peak and end, to the byte
+    assert [(e.kind, e.bytes, e.category, e.phase, e.module) for e in report.timeline] == [
+        (e.kind, e.bytes, e.category, e.phase, e.module) for e in measured.timeline
+    ]
+
+
+def test_the_parts_at_the_peak_add_up_and_name_what_adam_keeps() -> None:
+    model = cm.MLP()
+    report = tv.memory(model, input_size=(4, 16))
+    n_bytes = sum(p.numel() * 4 for p in model.parameters())
+    at_peak = report.at_peak
+    assert sum(at_peak.values()) == report.peak_bytes and set(at_peak) == set(CATEGORIES)
+    assert report.peak_phase == "optimizer"
+    assert at_peak["parameter"] == n_bytes and at_peak["gradient"] == n_bytes
+    # Adam: exp_avg and exp_avg_sq per parameter, plus a float32 step counter each
+    assert at_peak["optimizer state"] >= 2 * n_bytes
+    end = report.live_at(len(report.timeline) - 1)
+    assert end["optimizer state"] == 2 * n_bytes + 4 * len(list(model.parameters()))
+    assert end["gradient"] == 0 and end["activation"] == 0  # zero_grad(set_to_none=True); nothing kept
+    assert end["input"] == 4 * 16 * 4
+
+
+def test_the_timeline_is_consistent() -> None:
+    report = tv.memory(llama(), input_data=llama_batch())
+    live, allocated = 0, set()
+    for i, e in enumerate(report.timeline):
+        assert e.index == i and e.category in CATEGORIES
+        live += e.bytes
+        assert e.live == live
+        if e.kind == "alloc":
+            allocated.add(e.block)
+            assert e.bytes > 0
+        elif e.kind == "free":
+            assert e.block in allocated and e.bytes < 0
+    phases = [e.phase for e in report.timeline]
+    assert phases == sorted(phases, key=["setup", "forward", "backward", "optimizer"].index)
+    modules = {e.module for e in report.timeline if e.phase == "forward"}
+    assert "model.layers.0.mlp.up_proj" in modules and "lm_head" in modules
+    rows = {(m.path, m.phase) for m in report.by_module}
+    assert ("model.layers.1.self_attn", "forward") in rows and ("lm_head", "backward") in rows
+    for m in report.by_module:
+        assert m.peak_bytes >= m.bytes_before and m.peak_bytes <= report.peak_bytes
+
+
+def test_frozen_parameters_like_lora() -> None:
+    model = llama()
+    for name, p in model.named_parameters():
+        p.requires_grad = "q_proj" in name  # only the attention queries train
+    trainable = sum(p.numel() * 4 for p in model.parameters() if p.requires_grad)
+    kwargs = llama_batch()
+    report = tv.memory(model, input_data=kwargs)
+    # PyTorch's own MemTracker refuses frozen parameters (it hooks every parameter's
+    # gradient): tensorview's subclass hooks the trainable ones; compared with a CPU step
+    assert report.peak_bytes == tv.memory(model, input_data=kwargs, device="cpu").peak_bytes
+    # ("cannot register a hook on a tensor that doesn't require gradient"); when this
+    # passes, compare with cpu_step_peak instead
+    with pytest.raises((RuntimeError, UserWarning)):
+        cpu_step_peak(model, (), kwargs)
+    grads = max(report.live_at(e.index)["gradient"] for e in report.timeline)
+    assert grads == trainable
+    full = tv.memory(llama(), input_data=kwargs)
+    assert report.peak_bytes < full.peak_bytes
+    assert all(p.grad is None for p in model.parameters())
+
+
+OPTIMIZERS: dict[str, tuple[Any, Any, int]] = {
+    # name: (tv.memory's optimizer, the reference's, state tensors per parameter)
+    "adam": ("adam", torch.optim.Adam, 2),
+    "adamw": (torch.optim.AdamW, torch.optim.AdamW, 2),
+    "sgd": ("sgd", torch.optim.SGD, 0),
+    "sgd_momentum": (
+        functools.partial(torch.optim.SGD, lr=0.1, momentum=0.9),
+        functools.partial(torch.optim.SGD, lr=0.1, momentum=0.9),
+        1,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_optimizers(name: str) -> None:
+    mine, reference, states = OPTIMIZERS[name]
+    model = cm.MLP()
+    x = torch.randn(4, 16)
+    report = tv.memory(model, input_data=x, optimizer=mine)
+    assert report.peak_bytes == cpu_step_peak(model, (x,), {}, reference)
+    n_bytes = sum(p.numel() * 4 for p in model.parameters())
+    state = report.live_at(len(report.timeline) - 1)["optimizer state"]
+    assert state - states * n_bytes in ((0,) if states < 2 else (4 * len(list(model.parameters())),))
+
+
+def test_zero_grad_set_to_none_false_keeps_the_gradients() -> None:
+    model = cm.MLP()
+    x = torch.randn(4, 16)
+    n_bytes = sum(p.numel() * 4 for p in model.parameters())
+    kept = tv.memory(model, input_data=x, set_to_none=False, steps=2)
+    assert kept.peak_bytes == tv.memory(model, input_data=x, set_to_none=False, steps=2, device="cpu").peak_bytes
+    assert kept.live_at(len(kept.timeline) - 1)["gradient"] == n_bytes
+    one = tv.memory(model, input_data=x, set_to_none=False)
+    assert one.peak_bytes == cpu_step_peak(model, (x,), {}, set_to_none=False)
+    # a second step starts with Adam's state (and, kept, the gradients) already there
+    dropped = tv.memory(model, input_data=x, steps=2)
+    assert dropped.phases["forward"].peak_bytes < kept.phases["forward"].peak_bytes
+    assert {e.step for e in kept.timeline} == {0, 1}
+
+
+def test_eval_is_one_forward_without_grad() -> None:
+    model = cnn()
+    report = tv.memory(model, input_size=(2, 3, 16, 16), mode="eval")
+    assert set(report.phases) == {"forward"}
+    assert report.at_peak["gradient"] == 0
+    assert report.peak_bytes < tv.memory(model, input_size=(2, 3, 16, 16)).phases["forward"].peak_bytes
+
+
+def test_the_model_and_the_random_state_are_untouched() -> None:
+    model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.BatchNorm1d(8)).eval()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    rng = torch.random.get_rng_state()
+    for device in ("meta", "cpu"):
+        tv.memory(model, input_size=(4, 8), device=device)
+    assert not model.training and all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert torch.equal(rng, torch.random.get_rng_state())
+
+
+def test_a_model_on_meta_is_predicted_as_on_the_cpu() -> None:
+    kwargs = llama_batch()
+    with torch.device("meta"):
+        on_meta = llama()
+    assert tv.memory(on_meta, input_data=kwargs).peak_bytes == cpu_step_peak(llama(), (), kwargs)
+
+
+def test_the_table() -> None:
+    report = tv.memory(llama(), input_data=llama_batch())
+    text = str(report)
+    assert f"({report.peak_bytes:,} B)" in text and "Peak:" in text
+    assert "\n    model.layers  " not in text  # a ModuleList is not called
+    lines = text.splitlines()
+    assert any(line.split()[:2] == ["lm_head", "backward"] for line in lines)
+    assert lines[0] == "Memory of LlamaForCausalLM on meta (fake tensors) (train, optimizer adam)"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"mode": "same"}, r"mode: 'same'.*eval.*train"),
+        ({"optimizer": "adamm"}, r"optimizer.*'adamm'.*adam"),
+        ({"optimizer": 3}, r"optimizer must be a name"),
+        ({"steps": 0}, r"steps must be an int of at least 1, got 0"),
+        ({"autocast": "bf16"}, r"autocast must be a floating dtype"),
+        ({"checkpointing": ["fc3"]}, r"no module 'fc3'.*'fc1'"),
+        ({"optimzer": "adam"}, r"did you mean optimizer"),
+    ],
+)
+def test_bad_options_are_named(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises((tv.InvalidInputError, tv.InvalidTypeError), match=match):
+        tv.memory(cm.MLP(), input_size=(2, 16), **kwargs)
+
+
+def test_nothing_to_backpropagate_says_so() -> None:
+    model = cm.MLP().requires_grad_(False)
+    with pytest.raises(tv.InvalidInputError, match="nothing to backpropagate.*mode='eval'"):
+        tv.memory(model, input_size=(2, 16))
