@@ -245,3 +245,57 @@ def test_nothing_to_backpropagate_says_so() -> None:
     model = cm.MLP().requires_grad_(False)
     with pytest.raises(tv.InvalidInputError, match="nothing to backpropagate.*mode='eval'"):
         tv.memory(model, input_size=(2, 16))
+
+
+def test_autocast_bfloat16_equals_a_real_cpu_step() -> None:
+    model, kwargs = llama(), llama_batch()
+    report = tv.memory(model, input_data=kwargs, autocast=torch.bfloat16)
+    assert report.peak_bytes == cpu_step_peak(model, (), kwargs, amp=torch.bfloat16)
+    plain = tv.memory(model, input_data=kwargs)
+    # the forward keeps bfloat16 copies of the weights and bfloat16 activations
+    assert report.phases["forward"].peak_bytes != plain.phases["forward"].peak_bytes
+    assert "autocast bfloat16" in str(report).splitlines()[0]
+
+
+def checkpointed_layers(model: nn.Module) -> nn.Module:
+    """``model`` copied, each decoder layer's forward under torch.utils.checkpoint (as a
+    user would write it by hand)."""
+    from torch.utils.checkpoint import checkpoint
+
+    model = copy.deepcopy(model)
+    for layer in model.model.layers:
+        layer.forward = functools.partial(checkpoint, layer.forward, use_reentrant=False)
+    return model
+
+
+def test_checkpointing_named_modules_equals_checkpointing_by_hand() -> None:
+    model, kwargs = llama(num_hidden_layers=4), llama_batch(seq=32)
+    report = tv.memory(model, input_data=kwargs, checkpointing=["model.layers"])
+    assert report.peak_bytes == cpu_step_peak(checkpointed_layers(model), (), kwargs)
+    plain = tv.memory(model, input_data=kwargs)
+    assert report.phases["forward"].end_bytes < plain.phases["forward"].end_bytes  # fewer activations kept
+    recomputed = {m.path for m in report.by_module if m.phase == "recompute"}
+    assert {f"model.layers.{i}.mlp" for i in range(4)} <= recomputed
+    assert "forward" not in vars(model.model.layers[0])  # the caller's layers are not wrapped
+    # a single module by its path
+    one = tv.memory(model, input_data=kwargs, checkpointing="model.layers.0")
+    assert plain.phases["forward"].end_bytes > one.phases["forward"].end_bytes > report.phases["forward"].end_bytes
+
+
+def test_max_batch_size_is_the_largest_that_fits() -> None:
+    model = cnn()
+    report = tv.memory(model, input_size=(2, 3, 16, 16))
+    budget = 3 * report.peak_bytes
+
+    def peak(b: int) -> int:
+        return tv.memory(model, input_size=(b, 3, 16, 16)).peak_bytes
+
+    best = report.max_batch_size(budget)
+    assert best > 2 and peak(best) <= budget < peak(best + 1)
+    assert report.max_batch_size(f"{budget}B") == best
+    assert report.max_batch_size(1000) == 0  # not even one sample
+    with pytest.raises(tv.InvalidInputError, match="bad memory budget '80 GiBB'.*GiB"):
+        report.max_batch_size("80 GiBB")
+    measured = tv.memory(model, input_size=(2, 3, 16, 16), device="cpu")
+    with pytest.raises(tv.InvalidInputError, match="max_batch_size needs a report of tv.memory on meta"):
+        measured.max_batch_size(budget)
