@@ -299,3 +299,24 @@ def test_max_batch_size_is_the_largest_that_fits() -> None:
     measured = tv.memory(model, input_size=(2, 3, 16, 16), device="cpu")
     with pytest.raises(tv.InvalidInputError, match="max_batch_size needs a report of tv.memory on meta"):
         measured.max_batch_size(budget)
+
+
+def test_save_draws_the_timeline_as_svg_with_escaped_names(tmp_path: Any) -> None:
+    import xml.etree.ElementTree as ET
+
+    hostile = 'x<y>&"z'
+    model = nn.Sequential()
+    model.add_module(hostile, nn.Linear(16, 32))
+    model.add_module("act", nn.GELU())
+    report = tv.memory(model, input_size=(4, 16))
+    path = tmp_path / "mem.svg"
+    report.save(path)
+    root = ET.parse(path).getroot()  # well-formed: the names are escaped
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [t.text for t in root.iter(f"{ns}text")]
+    assert hostile in texts and "forward" in texts and "optimizer" in texts
+    assert f"peak {tv.cost.fmt_bytes(report.peak_bytes)}" in texts
+    titles = {t.text for p in root.iter(f"{ns}polygon") for t in p.iter(f"{ns}title")}
+    assert {"parameter", "gradient", "optimizer state", "activation"} <= titles
+    with pytest.raises(tv.InvalidInputError, match="format is SVG"):
+        report.save(tmp_path / "mem.png")

@@ -150,11 +150,16 @@ class MemoryReport:
             low, high = (mid, high) if fits(mid) else (low, mid)
         return low
 
+    @staticmethod
+    def parse_budget(value: int | str) -> int:
+        """What ``max_batch_size`` takes as a budget, in bytes (``"80GiB"`` is 80 * 2**30)."""
+        return parse_bytes(value)
+
     def table(self, depth: int = 2) -> str:
         """The text of ``str(report)``: peak, phases, categories at the peak, and the
         module calls down to ``depth`` with what each adds at its own peak."""
         peak = self.peak_bytes
-        where = f", in {self.peak_module or '(outside the model)'}" if self.peak_module is not None else ""
+        where = f", in module {self.peak_module or '(model)'}" if self.peak_module is not None else ""
         lines = [
             f"Memory of {self.model} on {self.device} ({self.settings})",
             f"Peak: {fmt_bytes(peak)} ({peak:,} B) in {self.peak_phase}{where}",

@@ -144,7 +144,10 @@ def apply_checkpointing(model: nn.Module, paths: Sequence[str]) -> None:
     names = dict(model.named_modules())
     for path in paths:
         if path not in names:
-            close = difflib.get_close_matches(path, [n for n in names if n], n=3)
+            known = [n for n in names if n]
+            close = difflib.get_close_matches(path, known, n=3) or difflib.get_close_matches(
+                path.rsplit(".", 1)[-1], known, n=3
+            )
             hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
             raise InvalidInputError(f"checkpointing: {type(model).__name__} has no module {path!r}{hint}")
         target = names[path]
