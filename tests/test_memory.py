@@ -74,13 +74,15 @@ CASES: dict[str, Callable[[], tuple[nn.Module, tuple[Any, ...], dict[str, Any]]]
 }
 
 
+@pytest.mark.parametrize("device", ["meta", "fake"])
 @pytest.mark.parametrize("name", CASES)
-def test_peak_on_meta_equals_a_real_cpu_step(name: str) -> None:
+def test_peak_on_meta_equals_a_real_cpu_step(name: str, device: str) -> None:
     model, args, kwargs = CASES[name]()
     expected = cpu_step_peak(model, args, kwargs)
     data = kwargs if kwargs else args
-    report = tv.memory(model, input_data=data)
+    report = tv.memory(model, input_data=data, device=device)
     assert report.peak_bytes == expected
+    assert report.device == {"meta": "meta", "fake": "fake tensors (FakeTensorMode)"}[device]
     measured = tv.memory(model, input_data=data, device="cpu")
     assert measured.peak_bytes == expected
     assert report.phases == measured.phases  # every phase's peak and end, to the byte
@@ -221,7 +223,7 @@ def test_the_table() -> None:
     assert "\n    model.layers  " not in text  # a ModuleList is not called
     lines = text.splitlines()
     assert any(line.split()[:2] == ["lm_head", "backward"] for line in lines)
-    assert lines[0] == "Memory of LlamaForCausalLM on meta (fake tensors) (train, optimizer adam)"
+    assert lines[0] == "Memory of LlamaForCausalLM on meta (train, optimizer adam)"
 
 
 @pytest.mark.parametrize(
@@ -251,6 +253,7 @@ def test_autocast_bfloat16_equals_a_real_cpu_step() -> None:
     model, kwargs = llama(), llama_batch()
     report = tv.memory(model, input_data=kwargs, autocast=torch.bfloat16)
     assert report.peak_bytes == cpu_step_peak(model, (), kwargs, amp=torch.bfloat16)
+    assert report.phases == tv.memory(model, input_data=kwargs, autocast=torch.bfloat16, device="cpu").phases
     plain = tv.memory(model, input_data=kwargs)
     # the forward keeps bfloat16 copies of the weights and bfloat16 activations
     assert report.phases["forward"].peak_bytes != plain.phases["forward"].peak_bytes
@@ -320,3 +323,24 @@ def test_save_draws_the_timeline_as_svg_with_escaped_names(tmp_path: Any) -> Non
     assert {"parameter", "gradient", "optimizer state", "activation"} <= titles
     with pytest.raises(tv.InvalidInputError, match="format is SVG"):
         report.save(tmp_path / "mem.png")
+
+
+class NoMetaKernel(nn.Module):
+    """A forward that refuses meta tensors, as an op without a meta kernel does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.is_meta:
+            raise NotImplementedError("no meta kernel for this op")
+        return self.fc(x)
+
+
+def test_an_op_without_a_meta_kernel_runs_on_fake_tensors() -> None:
+    model = NoMetaKernel()
+    x = torch.randn(4, 8)
+    report = tv.memory(model, input_data=x)
+    assert report.device == "fake tensors (FakeTensorMode)"
+    assert report.peak_bytes == cpu_step_peak(model, (x,), {})

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import InvalidInputError, choices_error, recording_error
+from ..errors import InvalidInputError, RecordingError, choices_error, recording_error
 from ..recording.inputs import check_forward_kwargs, check_model, make_inputs, summary, to_device
 from ..recording.placement import as_device
 from ..recording.tree import flat_tensors
@@ -73,10 +73,10 @@ def memory(
     if isinstance(checkpointing, str):
         checkpointing = [checkpointing]
     make_optimizer(None, optimizer)  # a bad optimizer fails here, before anything runs
-    fake = isinstance(device, str) and device in FAKE_DEVICES
-    dev = None if fake else as_device(device)
-    # on meta, shapes become meta tensors and given tensors stay as they are: the fake
-    # copies are made of them (stepcopy.py), keeping which inputs share storage
+    where: str | torch.device = device if isinstance(device, str) and device in FAKE_DEVICES else _device(device)
+    dev = where if isinstance(where, torch.device) else None
+    # on meta, shapes become meta tensors and given tensors stay as they are: the copies
+    # are made of them (stepcopy.py), keeping which inputs are the same tensor
     made_on = dev if dev is not None else torch.device("meta") if input_data is None else None
     with torch.random.fork_rng(devices=[dev] if dev is not None and dev.type == "cuda" else []):
         args, kwargs = make_inputs(input_size, input_data, dtypes, made_on)  # randn: not from the caller's stream
@@ -84,14 +84,42 @@ def memory(
     plan = _Plan(mode, optimizer, autocast, tuple(checkpointing or ()), steps, set_to_none)
     batch = batch_of((args, kwargs))
     rerun: Callable[[int], MemoryReport] | None = None
-    if fake and batch is not None:
+    if dev is None and batch is not None:
 
         def rerun(b: int) -> MemoryReport:
-            return _measure(model, with_batch((args, kwargs), batch, b), None, plan, None)
+            return _predict(model, with_batch((args, kwargs), batch, b), where, plan, None)
 
-    return _measure(model, (args, kwargs), dev, plan, rerun, batch)
+    return _predict(model, (args, kwargs), where, plan, rerun, batch)
 
 
+def _device(device: Any) -> torch.device:
+    dev = as_device(device)
+    if dev is None:
+        raise InvalidInputError(f"device must be 'meta', 'fake' or a device such as 'cpu', got {summary(device)}")
+    return dev
+
+
+def _predict(
+    model: nn.Module,
+    inputs: tuple[tuple[Any, ...], dict[str, Any]],
+    where: str | torch.device,
+    plan: _Plan,
+    rerun: Callable[[int], MemoryReport] | None,
+    batch: int | None = None,
+) -> MemoryReport:
+    """The step on meta, or on fake tensors where an op has no meta kernel, or with
+    autocast (which casts by the device of the tensors: meta ones are never cast)."""
+    if where == "meta" and plan.autocast is not None:
+        where = "fake"
+    if where != "meta":
+        return _measure(model, inputs, where, plan, rerun, batch)
+    try:
+        return _measure(model, inputs, "meta", plan, rerun, batch)
+    except RecordingError:
+        return _measure(model, inputs, "fake", plan, rerun, batch)
+
+
+_WHERE = {"meta": "meta", "fake": "fake tensors (FakeTensorMode)"}
 OPTION_NAMES = tuple(n for n in inspect.signature(memory).parameters if n not in ("model", "forward_kwargs"))
 
 
@@ -121,17 +149,17 @@ class _Plan:
 def _measure(
     model: nn.Module,
     inputs: tuple[tuple[Any, ...], dict[str, Any]],
-    dev: torch.device | None,
+    where: str | torch.device,
     plan: _Plan,
     rerun: Callable[[int], MemoryReport] | None,
     batch: int | None = None,
 ) -> MemoryReport:
-    """Copy ``model`` (fake when ``dev`` is None), run the step under the tracker, report."""
+    """Copy ``model`` to ``where``, run the step under the tracker, report."""
     from .tracker import StepTracker  # torch.distributed: seconds to import, only when used
 
     tracker = StepTracker()
     with contextlib.ExitStack() as stack:
-        copies = Copies(dev, stack)
+        copies = Copies(where, stack)
         runnable = copies.model(model)
         runnable.train(plan.mode == "train")
         apply_checkpointing(runnable, plan.checkpointing)
@@ -149,9 +177,14 @@ def _measure(
         Event(i, kind, delta, live, tracker.categories[block], phase, module, step, block)
         for i, (kind, delta, live, block, phase, module, step) in enumerate(tracker.rows)
     )
-    where = "meta (fake tensors)" if dev is None else str(dev)
     return MemoryReport(
-        type(model).__name__, where, plan.describe(), events, module_rows(tracker.calls, events), rerun, batch
+        type(model).__name__,
+        _WHERE.get(str(where), str(where)),
+        plan.describe(),
+        events,
+        module_rows(tracker.calls, events),
+        rerun,
+        batch,
     )
 
 

@@ -28,6 +28,7 @@ from ..recording.inputs import summary
 from ..recording.optable import MODULE_ATTRS
 from ..recording.placement import computed_attributes
 from ..recording.tree import flat_tensors, map_tensors, strip_in_place
+from .memory import CPUAttentionOnMeta
 
 #: the ``device`` values that predict on fake tensors
 FAKE_DEVICES = ("meta", "fake")
@@ -46,32 +47,43 @@ OPTIMIZERS: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 class Copies:
-    """Makes the copy of the model and of the inputs, on ``dev`` (None: fake tensors,
-    the mode entered on ``stack``; the random number generators are forked there too)."""
+    """Makes the copy of the model and of the inputs: ``where`` is ``"meta"`` (meta
+    tensors, fused attention as the CPU runs it: ``CPUAttentionOnMeta``), ``"fake"``
+    (``FakeTensorMode``) or a real device.  Modes are entered on ``stack``, the random
+    number generators forked there too.  A tensor met twice is copied once."""
 
-    def __init__(self, dev: torch.device | None, stack: contextlib.ExitStack) -> None:
-        self.dev = dev
-        self.device_type = dev.type if dev is not None else "cpu"
-        devices = [dev] if dev is not None and dev.type == "cuda" else []
+    def __init__(self, where: str | torch.device, stack: contextlib.ExitStack) -> None:
+        self.dev = where if isinstance(where, torch.device) else None
+        self.device_type = self.dev.type if self.dev is not None else "cpu"
+        devices = [self.dev] if self.dev is not None and self.dev.type == "cuda" else []
         stack.enter_context(torch.random.fork_rng(devices=devices))
         self.fake_mode: Any = None
-        if dev is None:
+        self._made: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        if where == "fake":
             from torch._subclasses.fake_tensor import FakeTensorMode
 
             self.fake_mode = stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+        elif where == "meta":
+            stack.enter_context(CPUAttentionOnMeta())
 
     def tensor(self, t: torch.Tensor) -> torch.Tensor:
-        if self.fake_mode is None:
-            assert self.dev is not None
+        done = self._made.get(id(t))
+        if done is None:
+            done = self._made[id(t)] = (t, self._new(t))  # the original kept: its id stays its own
+        return done[1]
+
+    def _new(self, t: torch.Tensor) -> torch.Tensor:
+        if self.dev is not None:
             return t.detach().to(self.dev, copy=True)
+        if self.fake_mode is None:
+            return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device="meta")
         if t.device.type == "meta":
             return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=self.device_type)
         self.device_type = t.device.type
         return self.fake_mode.from_tensor(t)
 
     def model(self, model: nn.Module) -> nn.Module:
-        if self.fake_mode is None:
-            assert self.dev is not None
+        if self.dev is not None:
             meta = next((n for n, p in [*model.named_parameters(), *model.named_buffers()] if p.is_meta), None)
             if meta is not None and self.dev.type != "meta":
                 raise InvalidInputError(
@@ -101,14 +113,16 @@ class Copies:
         return clone
 
     def _foreign(self, t: torch.Tensor) -> bool:
-        if self.fake_mode is None:
+        if self.dev is not None:
             return t.device != self.dev
+        if self.fake_mode is None:
+            return not t.is_meta
         from torch._subclasses.fake_tensor import FakeTensor
 
         return not isinstance(t, FakeTensor)
 
     def inputs(self, inputs: Any) -> Any:
-        return inputs if self.fake_mode is None else map_tensors(inputs, self.tensor)
+        return inputs if self.dev is not None else map_tensors(inputs, self.tensor)
 
 
 def make_optimizer(params: list[nn.Parameter] | None, spec: Any) -> torch.optim.Optimizer | None:
