@@ -344,3 +344,22 @@ def test_an_op_without_a_meta_kernel_runs_on_fake_tensors() -> None:
     report = tv.memory(model, input_data=x)
     assert report.device == "fake tensors (FakeTensorMode)"
     assert report.peak_bytes == cpu_step_peak(model, (x,), {})
+
+
+def test_the_docs_example_prints_its_table() -> None:
+    """docs/cost-model.md's tv.memory example: its block, run again, prints the text block
+    after the memory-table marker."""
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "cost-model.md").read_text(encoding="utf-8")
+    section = text[text.index("## Will it fit?") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    table = re.search(r"<!-- memory-table[^\n]*-->\n```text\n(.*?)```", section, re.S)
+    assert code is not None and table is not None
+    namespace: dict[str, Any] = {"__name__": "docs_memory"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(code.group(1), "cost-model.md[memory]", "exec"), namespace)
+    assert str(namespace["report"]) + "\n" == table.group(1)
