@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import InvalidInputError, RecordingError, choices_error, recording_error
+from ..errors import InvalidInputError, RecordingError, add_hint, choices_error, recording_error
 from ..recording.inputs import check_forward_kwargs, check_model, make_inputs, summary, to_device
 from ..recording.placement import as_device
 from ..recording.tree import flat_tensors
@@ -116,7 +116,14 @@ def _predict(
     try:
         return _measure(model, inputs, "meta", plan, rerun, batch)
     except RecordingError:
-        return _measure(model, inputs, "fake", plan, rerun, batch)
+        try:
+            return _measure(model, inputs, "fake", plan, rerun, batch)
+        except RecordingError as e:
+            if not e.hint:
+                add_hint(
+                    e, f"it failed on meta and on fake tensors; device='cpu' measures a real step of {_name(model)}"
+                )
+            raise
 
 
 _WHERE = {"meta": "meta", "fake": "fake tensors (FakeTensorMode)"}
@@ -208,6 +215,10 @@ def _one_step(model: nn.Module, args: Any, kwargs: Any, tracker: Any, plan: _Pla
         raise
     except Exception as e:  # noqa: BLE001 - any failure of the user's step, with its phase
         raise recording_error(e, f"tv.memory: the {tracker.phase} of {type(model).__name__} failed: {e}") from e
+
+
+def _name(model: nn.Module) -> str:
+    return type(model).__name__
 
 
 def _loss(out: Any, name: str) -> torch.Tensor:

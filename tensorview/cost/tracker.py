@@ -127,13 +127,17 @@ class StepTracker(MemTracker):
         super()._post_fw_hook(module, inputs, outputs)
         self._exit(module, self._forward_phase())
 
-    def _pre_bw_hook(self, module: nn.Module, args: Any) -> None:
-        super()._pre_bw_hook(module, args)
-        self._enter(module, "backward")
+    # a module gone before its backward (one made during the forward, T5 makes some)
+    # has nothing to attribute: the tracker would warn each time
+    def _pre_bw_hook(self, module: nn.Module | None, args: Any) -> None:
+        if module is not None:
+            super()._pre_bw_hook(module, args)
+            self._enter(module, "backward")
 
-    def _post_bw_hook(self, module: nn.Module, args: Any) -> None:
-        super()._post_bw_hook(module, args)
-        self._exit(module, "backward")
+    def _post_bw_hook(self, module: nn.Module | None, args: Any) -> None:
+        if module is not None:
+            super()._post_bw_hook(module, args)
+            self._exit(module, "backward")
 
     def _forward_phase(self) -> str:
         """A forward call in the backward pass is a recomputation (checkpointing)."""
