@@ -310,17 +310,21 @@ def test_max_batch_size_is_the_largest_that_fits() -> None:
 def test_save_draws_the_timeline_as_svg_with_escaped_names(tmp_path: Any) -> None:
     import xml.etree.ElementTree as ET
 
-    hostile = 'x<y>&"z'
+    hostile, control = 'x<y>&"z', "line\nbreak\x00"
     model = nn.Sequential()
     model.add_module(hostile, nn.Linear(16, 32))
-    model.add_module("act", nn.GELU())
+    model.add_module(control, nn.GELU())
+    model.add_module("out", nn.Linear(32, 4))
     report = tv.memory(model, input_size=(4, 16))
     path = tmp_path / "mem.svg"
     report.save(path)
     root = ET.parse(path).getroot()  # well-formed: the names are escaped
     ns = "{http://www.w3.org/2000/svg}"
     texts = [t.text for t in root.iter(f"{ns}text")]
-    assert hostile in texts and "forward" in texts and "optimizer" in texts
+    assert hostile in texts and "line\\nbreak\\x00" in texts
+    assert {"setup", "forward", "backward", "optimizer"} <= {t.text for t in root.iter(f"{ns}title")}
+    table = report.table(depth=1)
+    assert "  line\\nbreak\\x00  forward" in table and "\x00" not in table
     assert f"peak {tv.cost.fmt_bytes(report.peak_bytes)}" in texts
     titles = {t.text for p in root.iter(f"{ns}polygon") for t in p.iter(f"{ns}title")}
     assert {"parameter", "gradient", "optimizer state", "activation"} <= titles

@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..graph.listing import one_line
 from .fmt import fmt_bytes
 
 #: the categories, in the order tables and plots stack them
@@ -159,9 +160,9 @@ class MemoryReport:
         """The text of ``str(report)``: peak, phases, categories at the peak, and the
         module calls down to ``depth`` with what each adds at its own peak."""
         peak = self.peak_bytes
-        where = f", in module {self.peak_module or '(model)'}" if self.peak_module is not None else ""
+        where = f", in module {one_line(self.peak_module or '(model)')}" if self.peak_module is not None else ""
         lines = [
-            f"Memory of {self.model} on {self.device} ({self.settings})",
+            f"Memory of {one_line(self.model)} on {self.device} ({one_line(self.settings)})",
             f"Peak: {fmt_bytes(peak)} ({peak:,} B) in {self.peak_phase}{where}",
             "At the peak: " + ", ".join(f"{k} {fmt_bytes(v)}" for k, v in self.at_peak.items() if v),
             "",
@@ -235,7 +236,7 @@ def _depth(path: str) -> int:
 
 
 def _label(path: str) -> str:
-    return "  " * _depth(path) + (path or "(model)")
+    return "  " * _depth(path) + one_line(path or "(model)")
 
 
 def _columns(header: list[str], rows: list[list[str]], left: int = 1) -> str:

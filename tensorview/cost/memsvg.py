@@ -3,7 +3,7 @@
 Bytes live over time (one step of the x axis per allocation or free), stacked by
 category in the order of ``CATEGORIES``, the phases as bands with their names, the
 peak as a dashed line, and the module running written along the time axis
-where it changes (as many as fit).  Every text is escaped (module names are user data).
+where it changes (as many as fit).  Every text is one line and escaped (module names are user data).
 At most ``MAX_POINTS`` columns are drawn: each keeps the event of its largest total, so
 the peak is never smoothed away.
 """
@@ -14,6 +14,7 @@ import html
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..graph.listing import one_line
 from .fmt import fmt_bytes
 from .memreport import CATEGORIES
 
@@ -101,7 +102,8 @@ def _phases(report: MemoryReport, x: Callable[[float], float], top: float, h: fl
         if i == len(events) - 1 or events[i + 1].phase != e.phase:
             x0, x1 = x(start), x(i)
             out.append(
-                f'<rect x="{x0:.1f}" y="{top}" width="{max(x1 - x0, 0.5):.1f}" height="{h}" fill="{PHASE_FILL.get(e.phase, "#fff")}"/>'
+                f'<rect x="{x0:.1f}" y="{top}" width="{max(x1 - x0, 0.5):.1f}" height="{h}" fill="{PHASE_FILL.get(e.phase, "#fff")}">'
+                f"<title>{_esc(e.phase)}</title></rect>"
             )
             if x1 - x0 >= 40:  # a name that fits
                 out.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{top - 8}" text-anchor="middle">{_esc(e.phase)}</text>')
@@ -143,7 +145,8 @@ def _modules(report: MemoryReport, x: Callable[[float], float], base: float) -> 
 
 
 def _esc(text: str) -> str:
-    return html.escape(text, quote=True)
+    """One line (control characters as escapes: XML has no way to hold them), escaped."""
+    return html.escape(one_line(text), quote=True)
 
 
 __all__ = ["timeline_svg"]
