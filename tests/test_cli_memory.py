@@ -65,11 +65,27 @@ def test_memory_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: li
 def test_memory_options_reach_tv_memory(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["memory", "hf:llama", "--config", TINY_LLAMA, "--seq-len", "8", "-q"]
     code = main(
-        [*argv, "--optimizer", "sgd", "--autocast", "bf16", "--checkpointing", "layers", "--steps", "2", "--depth", "3"]
+        [
+            *argv,
+            "--optimizer",
+            "sgd",
+            "--autocast",
+            "bf16",
+            "--checkpointing",
+            "layers",
+            "--steps",
+            "2",
+            "--depth",
+            "3",
+            "--accumulate",
+            "2",
+        ]
     )
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert out.splitlines()[0].endswith("(train, optimizer sgd, 2 steps, autocast bfloat16, checkpointing layers)")
+    assert out.splitlines()[0].endswith(
+        "(train, optimizer sgd, 2 steps, 2 micro-batches a step, autocast bfloat16, checkpointing layers)"
+    )
     assert "recompute" in main_table(out)
     code = main([*argv, "--mode", "eval"])
     out, err = capsys.readouterr()

@@ -27,6 +27,7 @@ def cpu_step_peak(
     *,
     set_to_none: bool = True,
     amp: torch.dtype | None = None,
+    micro: int = 1,
 ) -> int:
     """The peak of one real training step on the CPU, as PyTorch's MemTracker measures it:
     forward, loss (the model's ``loss`` or the sum of its output), backward, outputs
@@ -42,11 +43,13 @@ def cpu_step_peak(
     with tracker, warnings.catch_warnings():
         # T5: a module made during the forward is gone by its backward (tensorview's tracker skips it quietly)
         warnings.filterwarnings("ignore", "Module is None", UserWarning)
-        with torch.autocast("cpu", dtype=amp, enabled=amp is not None):
-            out = model(*args, **kwargs)
-            loss = out.loss if hasattr(out, "loss") else out.sum()
-        loss.backward()
-        del out, loss
+        for _ in range(micro):  # gradient accumulation
+            with torch.autocast("cpu", dtype=amp, enabled=amp is not None):
+                out = model(*args, **kwargs)
+                loss = out.loss if hasattr(out, "loss") else out.sum()
+            loss.backward()
+            del out, loss
+            tracker.reset_mod_stats()
         if opt is not None:
             opt.step()
             opt.zero_grad(set_to_none=set_to_none)
@@ -236,6 +239,7 @@ def test_the_table() -> None:
         ({"optimizer": "adamm"}, r"optimizer.*'adamm'.*adam"),
         ({"optimizer": 3}, r"optimizer must be a name"),
         ({"steps": 0}, r"steps must be an int of at least 1, got 0"),
+        ({"accumulate": True}, r"accumulate must be an int of at least 1, got True"),
         ({"autocast": "bf16"}, r"autocast must be a floating dtype"),
         ({"checkpointing": ["fc3"]}, r"no module 'fc3'.*'fc1'"),
         ({"optimzer": "adam"}, r"did you mean optimizer"),
@@ -427,3 +431,17 @@ def test_more_models_on_meta_equal_a_cpu_step(name: str) -> None:
     assert report.peak_bytes == tv.memory(model, input_data=kwargs, device="cpu").peak_bytes
     if "labels" in kwargs:  # a loss of its own: the same step as the reference
         assert report.peak_bytes == cpu_step_peak(model, (), kwargs)
+
+
+def test_gradient_accumulation_equals_micro_batches_by_hand() -> None:
+    model, kwargs = llama(), llama_batch()
+    report = tv.memory(model, input_data=kwargs, accumulate=3)
+    assert report.peak_bytes == cpu_step_peak(model, (), kwargs, micro=3)
+    assert [e.phase for e in report.timeline if e.kind == "alloc"].count("forward") == 3 * sum(
+        1 for e in tv.memory(model, input_data=kwargs).timeline if e.kind == "alloc" and e.phase == "forward"
+    )
+    # from the second micro-batch on, the forward runs with the gradients of the first alive
+    n_bytes = sum(p.numel() * 4 for p in model.parameters())
+    forwards = [e for e in report.timeline if e.phase == "forward"]
+    assert report.live_at(forwards[-1].index)["gradient"] == n_bytes
+    assert "3 micro-batches a step" in str(report).splitlines()[0]

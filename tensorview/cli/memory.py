@@ -30,6 +30,7 @@ def memory(ns: argparse.Namespace, progress: Progress) -> int:
         "autocast": ns.autocast,
         "checkpointing": [p for text in ns.checkpointing or [] for p in text.split(",") if p],
         "steps": ns.steps,
+        "accumulate": ns.accumulate,
         "set_to_none": not ns.keep_grads,
     }
     with progress.step(f"running a {ns.mode} step of {model} on {ns.device} with {inputs.describe(specs)}"):

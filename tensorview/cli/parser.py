@@ -124,6 +124,7 @@ def add_memory_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--checkpointing", action="append", metavar="PATH,...", help="modules to checkpoint (model.layers)")
     g.add_argument("--steps", type=argtype(values.positive), default=1, help="training steps in a row (1)")
+    g.add_argument("--accumulate", type=argtype(values.positive), default=1, help="micro-batches per step (1)")
     g.add_argument("--keep-grads", action="store_true", help="zero_grad(set_to_none=False): gradients stay allocated")
     g.add_argument(
         "--budget", metavar="SIZE", help="memory to fit in (80GiB, 24GB): prints the largest batch that fits"

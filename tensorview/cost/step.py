@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -48,6 +49,7 @@ def memory(
     autocast: torch.dtype | None = None,
     checkpointing: Sequence[str] | None = None,
     steps: int = 1,
+    accumulate: int = 1,
     set_to_none: bool = True,
     **forward_kwargs: Any,
 ) -> MemoryReport:
@@ -57,15 +59,17 @@ def memory(
     ``"adamw"``, ``"sgd"``, ``"sgd_momentum"``, ``"rmsprop"``, ``"adagrad"``,
     ``"adafactor"``), a ``torch.optim.Optimizer`` class, a callable taking the trainable
     parameters (``functools.partial(torch.optim.SGD, lr=0.1, momentum=0.9)``), or
-    ``None`` (no optimizer step).  ``autocast``: a dtype for ``torch.autocast`` around the
+    ``None`` (no optimizer step); ``accumulate``: forward and backward that many times
+    (micro-batches, the gradients adding up) before each optimizer step.  ``autocast``: a dtype for ``torch.autocast`` around the
     forward; ``checkpointing``: module paths to run under ``torch.utils.checkpoint`` (a
     ``ModuleList`` path means each of its modules).  See docs/cost-model.md."""
     check_model(model, "memory")
     check_forward_kwargs(model, forward_kwargs, OPTION_NAMES)
     if mode not in MODES:
         raise choices_error("mode", mode, MODES)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise InvalidInputError(f"steps must be an int of at least 1, got {summary(steps)}")
+    for name, n in (("steps", steps), ("accumulate", accumulate)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InvalidInputError(f"{name} must be an int of at least 1, got {summary(n)}")
     if autocast is not None and not (isinstance(autocast, torch.dtype) and autocast.is_floating_point):
         raise InvalidInputError(
             f"autocast must be a floating dtype (torch.bfloat16, torch.float16), got {summary(autocast)}"
@@ -81,7 +85,9 @@ def memory(
     with torch.random.fork_rng(devices=[dev] if dev is not None and dev.type == "cuda" else []):
         args, kwargs = make_inputs(input_size, input_data, dtypes, made_on)  # randn: not from the caller's stream
     kwargs.update({k: to_device(v, dev, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
-    plan = _Plan(mode, optimizer, autocast, tuple(checkpointing or ()), steps, set_to_none)
+    plan = _Plan(
+        mode, optimizer, autocast, tuple(checkpointing or ()), steps, accumulate if mode == "train" else 1, set_to_none
+    )
     batch = batch_of((args, kwargs))
     rerun: Callable[[int], MemoryReport] | None = None
     if dev is None and batch is not None:
@@ -130,12 +136,15 @@ _WHERE = {"meta": "meta", "fake": "fake tensors (FakeTensorMode)"}
 OPTION_NAMES = tuple(n for n in inspect.signature(memory).parameters if n not in ("model", "forward_kwargs"))
 
 
+@dataclass(frozen=True)
 class _Plan:
-    def __init__(
-        self, mode: str, optimizer: Any, autocast: Any, checkpointing: tuple[str, ...], steps: int, set_to_none: bool
-    ):
-        self.mode, self.optimizer, self.autocast = mode, optimizer, autocast
-        self.checkpointing, self.steps, self.set_to_none = checkpointing, steps, set_to_none
+    mode: str
+    optimizer: Any
+    autocast: Any
+    checkpointing: tuple[str, ...]
+    steps: int
+    accumulate: int
+    set_to_none: bool
 
     def describe(self) -> str:
         parts = [self.mode]
@@ -144,6 +153,8 @@ class _Plan:
             parts.append(f"optimizer {getattr(opt, '__name__', None) or opt!s}")
             if self.steps > 1:
                 parts.append(f"{self.steps} steps")
+            if self.accumulate > 1:
+                parts.append(f"{self.accumulate} micro-batches a step")
             if not self.set_to_none:
                 parts.append("zero_grad(set_to_none=False)")
         if self.autocast is not None:
@@ -178,7 +189,6 @@ def _measure(
             for step in range(plan.steps):
                 tracker.step = step
                 _one_step(runnable, args, kwargs, tracker, plan, opt, copies.device_type)
-                tracker.reset_mod_stats()  # the next step's root call is not "a second call"
         tracker.close_calls()
     events = tuple(
         Event(i, kind, delta, live, tracker.categories[block], phase, module, step, block)
@@ -198,15 +208,17 @@ def _measure(
 def _one_step(model: nn.Module, args: Any, kwargs: Any, tracker: Any, plan: _Plan, opt: Any, device_type: str) -> None:
     train = plan.mode == "train"
     amp = torch.autocast(device_type, dtype=plan.autocast) if plan.autocast is not None else contextlib.nullcontext()
-    tracker.phase = "forward"
     try:
-        with torch.set_grad_enabled(train), amp:
-            out = model(*args, **kwargs)
-            loss = _loss(out, type(model).__name__) if train else None
-        if loss is not None:
-            tracker.phase = "backward"
-            loss.backward()
-        del out, loss
+        for _ in range(plan.accumulate):  # gradient accumulation: backward adds into .grad
+            tracker.phase = "forward"
+            with torch.set_grad_enabled(train), amp:
+                out = model(*args, **kwargs)
+                loss = _loss(out, type(model).__name__) if train else None
+            if loss is not None:
+                tracker.phase = "backward"
+                loss.backward()
+            del out, loss
+            tracker.reset_mod_stats()  # the next root call is not "a second iteration"
         if opt is not None:
             tracker.phase = "optimizer"
             opt.step()
