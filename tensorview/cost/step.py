@@ -60,9 +60,10 @@ def memory(
     ``"adafactor"``), a ``torch.optim.Optimizer`` class, a callable taking the trainable
     parameters (``functools.partial(torch.optim.SGD, lr=0.1, momentum=0.9)``), or
     ``None`` (no optimizer step); ``accumulate``: forward and backward that many times
-    (micro-batches, the gradients adding up) before each optimizer step.  ``autocast``: a dtype for ``torch.autocast`` around the
-    forward; ``checkpointing``: module paths to run under ``torch.utils.checkpoint`` (a
-    ``ModuleList`` path means each of its modules).  See docs/cost-model.md."""
+    (micro-batches, the gradients adding up) before each optimizer step.  ``autocast``: a
+    dtype for ``torch.autocast`` around the forward; ``checkpointing``: module paths to
+    run under ``torch.utils.checkpoint`` (a ``ModuleList`` path means each of its
+    modules).  See docs/cost-model.md."""
     check_model(model, "memory")
     check_forward_kwargs(model, forward_kwargs, OPTION_NAMES)
     if mode not in MODES:

@@ -111,9 +111,9 @@ class StepTracker(MemTracker):
 
     def _exit(self, module: nn.Module | None, phase: str) -> None:
         stack = self._open.get((id(module), phase)) if module is not None else None
-        if stack:
+        if module is not None and stack:
             start, before, order = stack.pop()
-            self.calls.append((self._path(module), phase, self.step, start, len(self.rows), before, order))  # type: ignore[arg-type]
+            self.calls.append((self._path(module), phase, self.step, start, len(self.rows), before, order))
 
     def close_calls(self) -> None:
         """End the calls still open (a backward hook that never fired) at the last row."""
