@@ -22,6 +22,8 @@ True
 from . import taps
 from ._version import __version__ as __version__
 from .api import Recorder, draw_graph, summary
+from .cost.memreport import MemoryReport
+from .cost.step import memory
 from .drawing import ComputationGraph
 from .errors import (
     GraphLintError,
@@ -44,6 +46,7 @@ __all__ = [
     "GraphvizStyler",
     "InvalidInputError",
     "InvalidTypeError",
+    "MemoryReport",
     "ModuleNode",
     "Recorder",
     "RecorderTensor",
@@ -56,6 +59,7 @@ __all__ = [
     "ViewOptions",
     "draw_graph",
     "make_dot",
+    "memory",
     "record",
     "render_network",
     "summary",
