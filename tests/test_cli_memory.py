@@ -15,6 +15,9 @@ import tensorview as tv
 from tensorview.cli import main
 
 from .fixtures import cost_models as cm
+from .fixtures.hf import written_for
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 TINY_LLAMA = (
     "num_hidden_layers=2,hidden_size=32,intermediate_size=64,num_attention_heads=4,"

@@ -17,6 +17,9 @@ import tensorview as tv
 from tensorview.cost.memreport import CATEGORIES
 
 from .fixtures import cost_models as cm
+from .fixtures.hf import written_for
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 
 def cpu_step_peak(
