@@ -21,7 +21,7 @@ True
 
 from . import taps
 from ._version import __version__ as __version__
-from .api import Recorder, draw_graph, summary
+from .api import Recorder, autograd_graph, draw_graph, summary
 from .drawing import ComputationGraph
 from .errors import (
     GraphLintError,
@@ -54,6 +54,7 @@ __all__ = [
     "TensorNode",
     "TensorviewError",
     "ViewOptions",
+    "autograd_graph",
     "draw_graph",
     "make_dot",
     "record",

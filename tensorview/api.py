@@ -11,6 +11,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from .backward import autograd_ir
 from .compat.attributes import AttributesProbe
 from .compat.graph_api import TorchviewExtras
 from .compat.options import check_flag, check_mode, input_slots, save_files
@@ -248,3 +249,15 @@ def summary(
             add_hint(e, TRAIN_MODE_HINT)
         raise
     return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
+
+
+def autograd_graph(
+    output: Any, params: Any = None, *, show_attrs: bool = False, show_saved: bool = False, **options: Any
+) -> ComputationGraph:
+    """The autograd graph of ``output`` (any tensor, or a tuple/list of them, recorded or
+    not), as torchviz's ``make_dot(output, params, show_attrs=..., show_saved=...)`` draws
+    it: backward nodes, ``AccumulateGrad`` into the leaves named from ``params``
+    (``dict(model.named_parameters())`` or ``model.named_parameters()``), saved tensors with
+    their bytes; ``options``: view and render options.  Nothing runs.  docs/backward.md."""
+    graph = ComputationGraph(autograd_ir(output, params, show_attrs=show_attrs, show_saved=show_saved))
+    return graph.view(**{"show_params": True, "hide_module_functions": False, **options})

@@ -37,6 +37,7 @@ def test_public_api_is_exact() -> None:
         "TensorNode",
         "TensorviewError",
         "ViewOptions",
+        "autograd_graph",
         "draw_graph",
         "make_dot",
         "record",

@@ -132,7 +132,13 @@ def _small(out: Any) -> bool:
 
 def _keep(out: torch.Tensor, v: Any) -> None:
     """``out`` (one of ours: never a tensor of the caller's) has the values ``v``."""
-    if type(out) is RecorderTensor and isinstance(v, _Tensor) and v.device.type == "cpu" and v.shape == out.shape and v.numel() <= LIMIT:
+    if (
+        type(out) is RecorderTensor
+        and isinstance(v, _Tensor)
+        and v.device.type == "cpu"
+        and v.shape == out.shape
+        and v.numel() <= LIMIT
+    ):
         out._tv_val = v  # type: ignore[attr-defined]
 
 

@@ -1,0 +1,209 @@
+"""``tv.autograd_graph``: the autograd graph of a tensor, checked against torchviz's
+``make_dot`` (the reference picture) on the CPU and on meta."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import tensorview as tv
+from tensorview.graph import FunctionNode, TensorNode
+
+from .fixtures import needs
+
+torchviz = pytest.importorskip("torchviz", reason=needs.TORCHVIZ)
+
+
+def torchviz_nodes(out: Any, params: dict[str, torch.Tensor], **kw: Any) -> tuple[Counter[str], Counter[str]]:
+    """``(backward node names, leaf names)`` of torchviz's picture, with their counts, from
+    its DOT source (a backward node has no fillcolor; a leaf is lightblue)."""
+    fns: Counter[str] = Counter()
+    leaves: Counter[str] = Counter()
+    with warnings.catch_warnings():  # torchviz 0.0.3 compares versions with distutils
+        warnings.simplefilter("ignore", DeprecationWarning)
+        dot = torchviz.make_dot(out, params=params, **kw)
+    for line in dot.body:
+        m = re.match(r"\s*\d+ \[label=(\"[^\"]*\"|\S+?)( fillcolor=(\w+))?\]", line)
+        if m is None:
+            continue
+        label = m.group(1).strip('"')
+        if m.group(3) is None:
+            fns[label.split("\\n")[0]] += 1
+        elif m.group(3) == "lightblue":
+            leaves[label.split("\n")[0]] += 1
+    return fns, leaves
+
+
+def our_nodes(g: tv.ComputationGraph) -> tuple[Counter[str], Counter[str]]:
+    fns = Counter(n.op for n in g.graph if isinstance(n, FunctionNode))
+    leaves = Counter(
+        n.source_name or ""
+        for n in g.graph
+        if isinstance(n, TensorNode) and n.role in ("parameter", "input") and g.graph.successors(n.id)
+    )
+    return fns, leaves
+
+
+def mlp() -> tuple[nn.Module, Callable[[nn.Module, str], torch.Tensor]]:
+    model = nn.Sequential(nn.Linear(6, 8), nn.GELU(), nn.Dropout(0.1), nn.Linear(8, 3))
+    return model, lambda m, dev: m(torch.randn(4, 6, device=dev)).log_softmax(-1).mean()
+
+
+def cnn() -> tuple[nn.Module, Callable[[nn.Module, str], torch.Tensor]]:
+    model = nn.Sequential(
+        nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64, 2)
+    )
+    return model, lambda m, dev: m(torch.randn(2, 3, 8, 8, device=dev)).sum()
+
+
+def lstm() -> tuple[nn.Module, Callable[[nn.Module, str], torch.Tensor]]:
+    model = nn.LSTM(5, 7, num_layers=2, batch_first=True)
+    return model, lambda m, dev: m(torch.randn(2, 4, 5, device=dev))[0].pow(2).sum()
+
+
+def llama() -> tuple[nn.Module, Callable[[nn.Module, str], torch.Tensor]]:
+    transformers = pytest.importorskip("transformers", reason=needs.TRANSFORMERS)
+    cfg = transformers.LlamaConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_hidden_layers=2,
+        vocab_size=50,
+    )
+    model = transformers.LlamaForCausalLM(cfg)
+    return model, lambda m, dev: m(input_ids=torch.zeros(1, 6, dtype=torch.long, device=dev), use_cache=True).logits
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "lstm": lstm, "llama": llama}
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_backward_nodes_equal_torchviz(name: str, device: str) -> None:
+    torch.manual_seed(0)
+    model, run = MODELS[name]()
+    model = model.to(device).train()
+    out = run(model, device)
+    params = dict(model.named_parameters())
+    expected = torchviz_nodes(out, params)
+    g = tv.autograd_graph(out, params)
+    assert our_nodes(g) == expected
+    assert sum(expected[0].values()) > 5  # a real graph, not an empty one
+    assert expected[1]  # leaves named after parameters
+    g.graph.lint()
+
+
+def test_parameter_leaves_and_edges_follow_the_autograd_graph() -> None:
+    model = nn.Linear(3, 2)
+    out = model(torch.randn(4, 3)).sum()
+    g = tv.autograd_graph(out, model.named_parameters())
+    v = g.get_view()
+    names = {n.name for n in v.nodes}
+    assert {"weight", "bias", "AddmmBackward0", "TBackward0", "SumBackward0"} <= names
+    edges = {(a, b) for a, b, _ in v.edge_names()}
+    assert ("weight", "AccumulateGrad_1") in edges or ("weight", "AccumulateGrad") in edges
+    assert ("AddmmBackward0", "SumBackward0") in edges
+    assert ("TBackward0", "AddmmBackward0") in edges
+
+
+def test_saved_tensors_shapes_and_bytes_equal_saved_tensors_hooks() -> None:
+    model = nn.Sequential(nn.Linear(5, 6), nn.Tanh(), nn.Linear(6, 2))
+    packed: list[torch.Tensor] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        packed.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = model(torch.randn(3, 5)).sum()
+    g = tv.autograd_graph(out, dict(model.named_parameters()), show_saved=True)
+    saved = g.graph.annotations.layer("saved_bytes")
+    expected = sum(t.untyped_storage().nbytes() for t in packed)
+    assert sum(saved.values()) == expected
+    shapes = sorted(g.graph.tensor(i).shape for i in saved)
+    assert shapes == sorted(tuple(t.shape) for t in packed)
+    assert "saved_bytes: " in g.source
+    without = tv.autograd_graph(out, dict(model.named_parameters()))
+    assert not without.graph.annotations.layer("saved_bytes")
+
+
+def test_show_attrs_lists_the_saved_values() -> None:
+    x = torch.randn(3, 4, requires_grad=True)
+    out = x.sum(dim=1, keepdim=True).mean()
+    g = tv.autograd_graph(out, show_attrs=True)
+    attrs = g.graph.annotations.layer("attrs")
+    (sum_node,) = [n for n in g.graph.functions() if n.op == "SumBackward1"]
+    assert attrs[sum_node.id]["keepdim"] is True
+    assert "keepdim=True" in g.source
+
+
+def test_a_custom_function_and_its_saved_tensors() -> None:
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad
+
+    x = torch.randn(2, 3, requires_grad=True)
+    out = Square.apply(x).exp()
+    g = tv.autograd_graph(out, {"x": x})
+    assert our_nodes(g) == torchviz_nodes(out, {"x": x})
+    assert "SquareBackward" in {n.op for n in g.graph.functions()}
+    saved = g.graph.annotations.layer("saved_bytes")
+    assert list(saved.values()) == [24]
+
+
+def test_integer_and_no_grad_paths_have_no_backward_nodes() -> None:
+    x = torch.randn(4, 3, requires_grad=True)
+    idx = x.argmax(dim=1)  # integer: no grad_fn
+    with torch.no_grad():
+        scale = x.norm()
+    out = x[torch.arange(4), idx] * scale
+    g = tv.autograd_graph(out, {"x": x})
+    ops = Counter(n.op for n in g.graph.functions())
+    assert ops == torchviz_nodes(out, {"x": x})[0]
+    assert not any("Norm" in op or "Argmax" in op for op in ops)
+    plain = tv.autograd_graph(torch.arange(3))
+    assert not list(plain.graph.functions())
+    assert [n.role for n in plain.graph.tensors()] == ["constant"]
+
+
+def test_several_outputs_and_a_deep_chain_need_no_recursion() -> None:
+    x = torch.randn(3, requires_grad=True)
+    y = x
+    for _ in range(5000):  # deeper than Python's recursion limit allows a recursive walk
+        y = y * 1.0
+    a, b = y.sin(), y.cos()
+    g = tv.autograd_graph((a, b), {"x": x})
+    ops = Counter(n.op for n in g.graph.functions())
+    assert ops == Counter({"MulBackward0": 5000, "SinBackward0": 1, "CosBackward0": 1, "AccumulateGrad": 1})
+    assert [g.graph.tensor(i).source_name for i in g.graph.outputs] == ["output[0]", "output[1]"]
+
+
+def test_bad_arguments_name_the_value() -> None:
+    with pytest.raises(tv.InvalidTypeError, match="tensor or a tuple/list of tensors, got str"):
+        tv.autograd_graph("y")
+    with pytest.raises(tv.InvalidTypeError, match="params must map names to tensors"):
+        tv.autograd_graph(torch.ones(1, requires_grad=True).sum(), {"w": 3})
+
+
+def test_hostile_parameter_names_are_escaped() -> None:
+    w = nn.Parameter(torch.randn(2))
+    out = (w * 2).sum()
+    g = tv.autograd_graph(out, {'<b>"evil"</b>': w})
+    assert '<b>"evil"</b>' not in g.source
+    assert '<b>"evil"</b>' not in g.svg()
+    assert "&lt;b&gt;&quot;evil&quot;&lt;/b&gt;" in g.svg()
