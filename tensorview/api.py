@@ -10,8 +10,9 @@ from typing import Any, Literal
 
 import torch
 from torch import nn
+from torch.utils._pytree import tree_leaves
 
-from .backward import autograd_ir
+from .backward import BackwardProbe, autograd_ir, join_backward
 from .compat.attributes import AttributesProbe
 from .compat.graph_api import TorchviewExtras
 from .compat.options import check_flag, check_mode, input_slots, save_files
@@ -99,6 +100,7 @@ def draw_graph(
     style: str | None = None,
     source: bool = True,
     stats: str | Sequence[str] = (),
+    backward: bool = False,
     **forward_kwargs: Any,
 ) -> ComputationGraph:
     """Record one forward pass of ``model`` and return a drawable ``ComputationGraph``.
@@ -127,7 +129,9 @@ def draw_graph(
     ``stats=("params", "flops")`` (``tensorview.cost.STATS``: costs recorded with grad
     enabled and shown on the nodes) and ``source`` (record where in your code each op and
     module call was made: the annotation layer ``"source"``, ``"file.py:123"``, shown by
-    the HTML viewer; a few microseconds per op, recording/source.py).  Change the view
+    the HTML viewer; a few microseconds per op, recording/source.py), ``backward``
+    (record with grad enabled and draw each op's autograd nodes beside it, gradients in
+    reverse: docs/backward.md; ``graph.backward_view(backward_only=True)``).  Change the view
     later with ``graph.view(...)``.
 
     A ``torch.export.ExportedProgram`` or a ``torch.fx.GraphModule`` is drawn from its
@@ -165,10 +169,16 @@ def draw_graph(
         graph = ComputationGraph(ir, options, render_options)
     else:
         inputs = (input_size, input_data, dtypes, forward_kwargs)
-        probes = [attributes] if attributes is not None else []
+        check_flag("backward", backward)
+        probes: list[Probe] = [attributes] if attributes is not None else []
+        returned: list[Any] = []
+        if backward:
+            probes.append(BackwardProbe())
         graph = _record(
-            model, inputs, device, mode, stats, source, probes, options=options, render_options=render_options
+            model, inputs, device, mode, stats, source, probes, returned, options=options, render_options=render_options
         )
+        if backward:
+            graph = _with_backward(graph, probes[-1], returned)
     graph.extras = replace(extras, attributes=attributes.found if attributes is not None else None)
     if styler is not None:
         graph = graph.view(styler=styler)
@@ -185,10 +195,12 @@ def _record(
     stats: Sequence[str],
     source: bool,
     more_probes: Sequence[Probe] = (),
+    returned: list[Any] | None = None,
     **options: Any,
 ) -> Any:
     """One forward of ``model`` (see draw_graph); with ``stats``, with the cost probe; with
-    ``source``, with the source-location probe; and with ``more_probes``."""
+    ``source``, with the source-location probe; and with ``more_probes``; what forward
+    returned is appended to ``returned`` (with a ``BackwardProbe``: grad enabled)."""
     mode = check_mode(mode)
     input_size, input_data, dtypes, forward_kwargs = inputs
     fake = is_fake(device)
@@ -211,9 +223,19 @@ def _record(
         # a copy shares the caller's parameters, but what forward sets on self stays on the
         # copy: parameters it writes are put back too (recording/keep.py)
         options["keep_parameters"] = runnable is not model
-        with torch.set_grad_enabled(bool(stats)), Recorder(runnable, device=dev, probes=probes, **options) as rec:
-            runnable(*args, **kwargs)
+        grad = bool(stats) or any(isinstance(p, BackwardProbe) for p in probes)
+        with torch.set_grad_enabled(grad), Recorder(runnable, device=dev, probes=probes, **options) as rec:
+            result = runnable(*args, **kwargs)
+        if returned is not None:
+            returned.append(result)
     return rec.graph.annotate(ActivationBytes()) if "activation_bytes" in stats else rec.graph
+
+
+def _with_backward(graph: ComputationGraph, probe: Any, returned: list[Any]) -> ComputationGraph:
+    """The joint graph of a recording made with ``probe`` (backward/join.py)."""
+    outs = [t for t in tree_leaves(returned) if isinstance(t, torch.Tensor)]
+    joint, alone = (join_backward(graph.graph, probe, outs, forward=f) for f in (True, False))
+    return ComputationGraph(joint, graph.options, graph.render_options, backward=(joint, alone))
 
 
 def _option_names(fn: Any) -> tuple[str, ...]:  # a forward keyword close to one is a misspelling

@@ -55,8 +55,11 @@ class ComputationGraph(TorchviewAPI):
         styler: GraphvizStyler | None = None,
         cost: CostRecord | None = None,
         extras: TorchviewExtras | None = None,
+        backward: tuple[Graph, Graph] | None = None,
     ) -> None:
         self.graph = graph
+        #: ``draw_graph(backward=True)``: (the joint graph, the backward pass alone)
+        self.backward = backward
         self.extras = extras if extras is not None else TorchviewExtras()
         #: what the cost probe measured while recording (``draw_graph(stats=...)``,
         #: ``tv.summary``), else None
@@ -82,7 +85,21 @@ class ComputationGraph(TorchviewAPI):
         show = {k: v for k, v in changes.items() if k in VIEW_OPTION_NAMES}
         draw = {k: v for k, v in changes.items() if k in RENDER_OPTION_NAMES}
         opts, render_opts = self.options.replace(**show), self.render_options.replace(**draw)
-        return ComputationGraph(self.graph, opts, render_opts, styler=styler, cost=self.cost, extras=self.extras)
+        return ComputationGraph(
+            self.graph, opts, render_opts, styler=styler, cost=self.cost, extras=self.extras, backward=self.backward
+        )
+
+    def backward_view(self, *, backward_only: bool = False, **changes: Any) -> ComputationGraph:
+        """The forward with its backward pass beside it, or (``backward_only``) the backward
+        pass alone in the module boxes; ``changes`` as for ``view``.  docs/backward.md."""
+        if self.backward is None:
+            raise InvalidInputError(
+                "this recording has no backward pass: record it with draw_graph(model, ..., backward=True), "
+                "or draw any tensor's autograd graph with tv.autograd_graph(output)"
+            )
+        g = self.view(**changes)
+        g.graph = self.backward[bool(backward_only)]
+        return g
 
     def annotate(self, *passes: AnnotationPass) -> ComputationGraph:
         """Run annotation passes on the recording (see ``tensorview.graph.annotations``);

@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "taps": {"graph", "recording", "taps"},
     "cost": {"graph", "recording", "cost"},
     # the autograd graph as the IR (reads saved bytes as the cost model counts them)
-    "backward": {"graph", "cost", "backward"},
+    "backward": {"graph", "recording", "cost", "backward"},
     "importers": {"graph", "recording", "importers"},
     # torchview's and torchrecorder's API beside ours: node objects, options, a probe
     "compat": {"graph", "render", "recording", "compat"},

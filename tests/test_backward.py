@@ -207,3 +207,84 @@ def test_hostile_parameter_names_are_escaped() -> None:
     assert '<b>"evil"</b>' not in g.source
     assert '<b>"evil"</b>' not in g.svg()
     assert "&lt;b&gt;&quot;evil&quot;&lt;/b&gt;" in g.svg()
+
+
+# -- the joint graph: draw_graph(backward=True) ----------------------------------------------
+def backward_ops(g: tv.ComputationGraph) -> Counter[str]:
+    marks = g.graph.annotations.layer("backward")
+    return Counter(n.op for n in g.graph.functions() if marks.get(n.id) == "node")
+
+
+def plain_outputs(model: nn.Module, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, ...]:
+    out = model(*args, **kwargs)
+    return tuple(t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor))
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("name", ["mlp", "cnn"])
+def test_joint_graph_has_torchvizs_backward_nodes_in_module_boxes(name: str, device: str) -> None:
+    torch.manual_seed(0)
+    model, _ = MODELS[name]()
+    model.train()
+    shape = (4, 6) if name == "mlp" else (2, 3, 8, 8)
+    g = tv.draw_graph(model, input_size=shape, device=device, mode="train", backward=True)
+    x = torch.randn(shape)
+    expected, _ = torchviz_nodes(plain_outputs(model, x), dict(model.named_parameters()))
+    assert backward_ops(g) == expected
+    ir = g.graph
+    marks = ir.annotations.layer("backward")
+    # every autograd node sits in the module call of the forward op that made it
+    for f in ir.functions():
+        if marks.get(f.id) == "node" and f.op in ("AddmmBackward0", "ConvolutionBackward0", "NativeBatchNormBackward0"):
+            assert ir.module(f.parent).cls_name in ("Linear", "Conv2d", "BatchNorm2d"), f
+    # AccumulateGrad reads its parameter node
+    for f in ir.functions():
+        if f.op == "AccumulateGrad":
+            (p,) = [i for i in ir.predecessors(f.id) if ir.tensor(i).is_param]
+            assert ir.tensor(p).path == f.path
+            assert [marks.get(i) for i in ir.predecessors(f.id) if i != p] == ["grad"]
+    # gradients run in reverse: the output feeds the last op's autograd node
+    (out,) = ir.outputs
+    assert any(marks.get(s) == "node" for s in ir.successors(out))
+    alone = g.backward_view(backward_only=True)
+    assert backward_ops(alone) == expected
+    assert all(alone.graph.annotations.layer("backward").get(f.id) == "node" for f in alone.graph.functions())
+    assert {m.path for m in alone.graph.modules()} == {m.path for m in ir.modules()}
+    # the forward ops are unchanged
+    forward = tv.draw_graph(model, input_size=shape, device=device, mode="train")
+    assert Counter(f.op for f in ir.functions() if f.id not in marks) == Counter(
+        f.op for f in forward.graph.functions()
+    )
+
+
+def test_joint_graph_folds_and_collapses_like_the_forward() -> None:
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(8, 8), nn.Tanh()) for _ in range(3)])
+    g = tv.draw_graph(model, input_size=(2, 8), backward=True)
+    names = [n.name for n in g.view(depth=1, fold=False).get_view().nodes]
+    assert not any("Backward" in n or "AccumulateGrad" in n for n in names)  # inside the boxes
+    opened = [n.name for n in g.view(depth=3, hide_module_functions=False, fold=False).get_view().nodes]
+    assert sum("AddmmBackward0" in n for n in opened) == 3
+    assert sum("TanhBackward0" in n for n in opened) == 3
+
+
+def test_integer_paths_have_no_backward_nodes_in_the_joint_graph() -> None:
+    model = nn.Sequential(nn.Embedding(10, 4), nn.Linear(4, 2))
+    ids = torch.tensor([[1, 2, 3]])
+    g = tv.draw_graph(model, input_data=ids, backward=True)
+    ops = backward_ops(g)
+    assert ops == torchviz_nodes(plain_outputs(model, ids), dict(model.named_parameters()))[0]
+    assert ops["EmbeddingBackward0"] == 1
+    assert not any("Backward" in f.op for f in g.graph.functions() if f.op == "embedding")
+
+
+def test_backward_view_needs_a_backward_recording() -> None:
+    g = tv.draw_graph(nn.Linear(2, 2), input_size=(1, 2))
+    with pytest.raises(tv.InvalidInputError, match=r"backward=True"):
+        g.backward_view()
+    with pytest.raises(tv.InvalidTypeError, match="backward must be True or False, got 1"):
+        tv.draw_graph(nn.Linear(2, 2), input_size=(1, 2), backward=1)
+    model = nn.Linear(2, 2)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    tv.draw_graph(model, input_size=(1, 2), backward=True)
+    assert all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())

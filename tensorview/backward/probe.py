@@ -1,0 +1,75 @@
+"""``BackwardProbe``: which recorded op made each autograd node.
+
+Autograd numbers the nodes it creates from a per-thread counter (``_sequence_nr``); the
+probe reads the counter before and after every recorded op and module call
+(``torch._C._autograd._get_sequence_nr``, a few nanoseconds), so every autograd node the
+forward created falls in the interval of the op that created it (a composite op such as
+``linear`` makes ``TBackward0`` and ``AddmmBackward0``: both belong to it), or else of the
+innermost module call running (a hook, an op on a tensor the recorder does not follow).
+Nothing in the recording core changes, and nothing is kept but integers.
+``AccumulateGrad`` nodes have no number: they belong to their parameter.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..graph import FunctionNode, ModuleNode
+from ..recording import Probe
+
+_seq = torch._C._autograd._get_sequence_nr
+
+
+class BackwardProbe(Probe):
+    """Sequence-number intervals per op and module call (module docstring)."""
+
+    name = "backward"
+
+    def __init__(self) -> None:
+        #: (first, end, node id) per op, in order; module calls apart (a fallback)
+        self.ops: list[tuple[int, int, int]] = []
+        self.calls: list[tuple[int, int, int, int]] = []  # (first, end, depth, id)
+        self._open: list[tuple[int, int, int]] = []
+        self._op_start = 0
+        #: id(parameter) -> qualified name, for AccumulateGrad
+        self.param_names: dict[int, str] = {}
+
+    def start(self, root: ModuleNode, module: nn.Module) -> None:
+        self.ops, self.calls = [], []
+        self.param_names = {id(p): n for n, p in module.named_parameters()}
+        self._open = [(_seq(), root.depth, root.id)]
+
+    def enter_call(self, m: ModuleNode, module: nn.Module) -> None:
+        self._open.append((_seq(), m.depth, m.id))
+
+    def exit_call(self, m: ModuleNode) -> None:
+        if self._open:
+            first, depth, mid = self._open.pop()
+            self.calls.append((first, _seq(), depth, mid))
+
+    def enter_op(self, fn: FunctionNode, func: Any) -> None:
+        self._op_start = _seq()
+
+    def exit_op(self, fn: FunctionNode, func: Any) -> Any:
+        end = _seq()
+        if end > self._op_start:
+            self.ops.append((self._op_start, end, fn.id))
+        return None
+
+    def stop(self) -> None:
+        while self._open:
+            first, depth, mid = self._open.pop()
+            self.calls.append((first, _seq(), depth, mid))
+
+    def owner(self, seq: int) -> int | None:
+        """The id of the op (else the innermost module call) that created autograd node
+        number ``seq``; None when the forward did not create it."""
+        i = bisect.bisect_right(self.ops, (seq, 1 << 62)) - 1
+        if i >= 0 and self.ops[i][0] <= seq < self.ops[i][1]:
+            return self.ops[i][2]
+        inside = [(depth, mid) for first, end, depth, mid in self.calls if first <= seq < end]
+        return max(inside)[1] if inside else None
