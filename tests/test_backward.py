@@ -288,3 +288,18 @@ def test_backward_view_needs_a_backward_recording() -> None:
     tv.draw_graph(model, input_size=(1, 2), backward=True)
     assert all(p.grad is None for p in model.parameters())
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_json_version_3_marks_the_backward_pass(tmp_path: Any) -> None:
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    g = tv.draw_graph(model, input_size=(2, 3), backward=True)
+    data = g.to_json()
+    assert data["schema_version"] == 3 and data["graph"]["backward"] is True
+    by_op = {n["op"]: n for n in data["nodes"] if n["kind"] == "function"}
+    assert by_op["AddmmBackward0"]["notes"]["backward"] == "node"
+    assert by_op["ReluBackward0"]["notes"]["saved_bytes"] == 2 * 4 * 4
+    assert "backward" not in by_op["linear"].get("notes", {})
+    assert tv.draw_graph(model, input_size=(2, 3)).to_json()["graph"]["backward"] is False
+    assert tv.autograd_graph(model(torch.randn(2, 3)).sum()).to_json()["graph"]["backward"] is True
+    g.save(tmp_path / "g.html")
+    assert "AddmmBackward0" in (tmp_path / "g.html").read_text()

@@ -215,4 +215,5 @@ def autograd_ir(output: Any, params: Any = None, *, show_attrs: bool = False, sh
         g.annotations.set(SAVED_BYTES, walk.saved_bytes)
     if walk.attrs:
         g.annotations.set(ATTRS, walk.attrs)
+    g.annotations.set("backward", {n.id: "node" for n in g.functions()})
     return g
