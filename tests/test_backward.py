@@ -303,3 +303,81 @@ def test_json_version_3_marks_the_backward_pass(tmp_path: Any) -> None:
     assert tv.autograd_graph(model(torch.randn(2, 3)).sum()).to_json()["graph"]["backward"] is True
     g.save(tmp_path / "g.html")
     assert "AddmmBackward0" in (tmp_path / "g.html").read_text()
+
+
+# -- checkpointing, double backward, hooks, retain_graph, non-differentiable outputs ---------
+class Checkpointed(nn.Module):
+    def __init__(self, reentrant: bool) -> None:
+        super().__init__()
+        self.a, self.b, self.reentrant = nn.Linear(4, 4), nn.Linear(4, 4), reentrant
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        inner = torch.utils.checkpoint.checkpoint(self.inner, x, use_reentrant=self.reentrant)
+        return self.b(inner)
+
+    def inner(self, x: torch.Tensor) -> torch.Tensor:
+        return self.a(x).tanh()
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_checkpointed_ops_are_marked_recomputed(reentrant: bool) -> None:
+    model = Checkpointed(reentrant)
+    x = torch.randn(2, 4, requires_grad=True)
+    g = tv.draw_graph(model, input_data=x, backward=True)
+    recomputed = g.graph.annotations.layer("recomputed")
+    assert sorted((g.graph[i].op, g.graph[i].path) for i in recomputed) == [("linear", "a"), ("tanh", "")]
+    assert "recomputed: checkpoint" in g.view(hide_module_functions=False).source
+    expected = torchviz_nodes(plain_outputs(model, x), dict(model.named_parameters()))[0]
+    assert backward_ops(g) == expected
+    assert ("CheckpointFunctionBackward" in expected) == reentrant
+
+
+def test_double_backward_graph_of_a_gradient() -> None:
+    x = torch.randn(3, requires_grad=True)
+    (gx,) = torch.autograd.grad((x**3).sum(), x, create_graph=True)
+    out = gx.sum()
+    g = tv.autograd_graph(out, {"x": x})
+    assert our_nodes(g) == torchviz_nodes(out, {"x": x})
+    assert {"PowBackward0", "MulBackward0"} <= {f.op for f in g.graph.functions()}
+
+
+def test_tensor_hooks_and_retain_graph_change_nothing_drawn() -> None:
+    x = torch.randn(3, requires_grad=True)
+    z = x * 2
+    z.register_hook(lambda grad: grad * 2)
+    out = (z.exp()).sum()
+    before = tv.autograd_graph(out, {"x": x}, show_saved=True)
+    assert our_nodes(before) == torchviz_nodes(out, {"x": x})
+    out.backward(retain_graph=True)
+    kept = tv.autograd_graph(out, {"x": x}, show_saved=True)
+    assert kept.graph.annotations.layer("saved_bytes") == before.graph.annotations.layer("saved_bytes")
+    out.backward()  # frees what was saved: the nodes are still drawn, without saved tensors
+    freed = tv.autograd_graph(out, {"x": x}, show_saved=True)
+    assert our_nodes(freed) == our_nodes(before)
+    assert not freed.graph.annotations.layer("saved_bytes")
+
+
+def test_non_differentiable_outputs_have_no_backward_nodes() -> None:
+    class MaxAndIndex(nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            values, indices = x.max(dim=1)
+            return values, indices
+
+    model = MaxAndIndex()
+    x = torch.randn(3, 4, requires_grad=True)
+    g = tv.draw_graph(model, input_data=x, backward=True)
+    assert backward_ops(g) == torchviz_nodes(plain_outputs(model, x), {"x": x})[0]
+    ir = g.graph
+    indices = [o for o in ir.outputs if ir.tensor(o).dtype == "int64"]
+    assert len(indices) == 1
+    assert not [s for s in ir.successors(indices[0]) if ir.annotations.layer("backward").get(s)]
+
+
+def test_fake_and_meta_draw_the_same_backward_as_the_cpu() -> None:
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    drawn = {d: tv.draw_graph(model, input_size=(2, 3), backward=True, device=d) for d in ("cpu", "meta", "fake")}
+    sources = {d: g.view(hide_module_functions=False).source for d, g in drawn.items()}
+    assert sources["cpu"] == sources["meta"].replace("meta", "cpu") == sources["fake"].replace("meta", "cpu")
+    assert {d: sorted(g.graph.annotations.layer("saved_bytes").values()) for d, g in drawn.items()} == {
+        d: [24, 32, 64] for d in drawn
+    }

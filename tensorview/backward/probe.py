@@ -8,11 +8,19 @@ forward created falls in the interval of the op that created it (a composite op 
 innermost module call running (a hook, an op on a tensor the recorder does not follow).
 Nothing in the recording core changes, and nothing is kept but integers.
 ``AccumulateGrad`` nodes have no number: they belong to their parameter.
+
+Ops run inside ``torch.utils.checkpoint`` are recomputed when the backward runs: the
+``recomputed`` layer marks them (``"checkpoint"``).  Non-reentrant checkpointing is seen
+from its saved-tensor hooks on top of autograd's stack; the reentrant kind runs its
+forward without grad inside ``CheckpointFunction.forward``, found on the Python stack
+(looked for only in ops run without grad).
 """
 
 from __future__ import annotations
 
 import bisect
+import sys
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -22,6 +30,25 @@ from ..graph import FunctionNode, ModuleNode
 from ..recording import Probe
 
 _seq = torch._C._autograd._get_sequence_nr
+_top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
+RECOMPUTED = "recomputed"
+
+
+def in_checkpoint() -> bool:
+    """Whether the op about to run is inside ``torch.utils.checkpoint`` (module docstring)."""
+    hooks = _top_hooks(True)
+    if hooks is not None:
+        return "_checkpoint_hook" in getattr(hooks[0], "__qualname__", "")
+    if torch.is_grad_enabled():
+        return False
+    frame = sys._getframe(1)
+    for _ in range(64):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "forward" and frame.f_code.co_filename.endswith("checkpoint.py"):
+            return "CheckpointFunction" in frame.f_code.co_qualname
+        frame = frame.f_back
+    return False
 
 
 class BackwardProbe(Probe):
@@ -35,11 +62,13 @@ class BackwardProbe(Probe):
         self.calls: list[tuple[int, int, int, int]] = []  # (first, end, depth, id)
         self._open: list[tuple[int, int, int]] = []
         self._op_start = 0
+        #: op id -> "checkpoint" for ops recomputed in the backward
+        self.recomputed: dict[int, str] = {}
         #: id(parameter) -> qualified name, for AccumulateGrad
         self.param_names: dict[int, str] = {}
 
     def start(self, root: ModuleNode, module: nn.Module) -> None:
-        self.ops, self.calls = [], []
+        self.ops, self.calls, self.recomputed = [], [], {}
         self.param_names = {id(p): n for n, p in module.named_parameters()}
         self._open = [(_seq(), root.depth, root.id)]
 
@@ -53,6 +82,8 @@ class BackwardProbe(Probe):
 
     def enter_op(self, fn: FunctionNode, func: Any) -> None:
         self._op_start = _seq()
+        if in_checkpoint():
+            self.recomputed[fn.id] = "checkpoint"
 
     def exit_op(self, fn: FunctionNode, func: Any) -> Any:
         end = _seq()
@@ -64,6 +95,9 @@ class BackwardProbe(Probe):
         while self._open:
             first, depth, mid = self._open.pop()
             self.calls.append((first, _seq(), depth, mid))
+
+    def layers(self) -> Mapping[str, Mapping[int, Any]]:
+        return {RECOMPUTED: self.recomputed} if self.recomputed else {}
 
     def owner(self, seq: int) -> int | None:
         """The id of the op (else the innermost module call) that created autograd node
