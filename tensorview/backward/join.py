@@ -23,12 +23,12 @@ from typing import Any
 import torch
 
 from ..cost.memory import storage_nbytes
-from ..graph import FunctionNode, Graph, ModuleNode, NodeFactory, TensorNode, unhandled
+from ..graph import BACKWARD_LAYER, FunctionNode, Graph, ModuleNode, NodeFactory, TensorNode, unhandled
 from .probe import BackwardProbe
 from .walk import SAVED_BYTES, _post_order
 from .walk import _next as _next_of
 
-BACKWARD = "backward"
+BACKWARD = BACKWARD_LAYER
 
 
 def _saved_bytes(fn: Any) -> int:
@@ -164,5 +164,6 @@ def join_backward(g: Graph, probe: BackwardProbe, outputs: Sequence[torch.Tensor
     for name in g.annotations:
         ng.annotations.set(name, {new[k]: v for k, v in g.annotations.layer(name).items() if k in new})
     ng.annotations.set(BACKWARD, marks)
-    ng.annotations.set(SAVED_BYTES, {k: v for k, v in saved.items() if v})
+    # the cost model's saved_bytes of ops and calls (stats=...) stay beside the autograd nodes'
+    ng.annotations.set(SAVED_BYTES, {**ng.annotations.layer(SAVED_BYTES), **{k: v for k, v in saved.items() if v}})
     return ng

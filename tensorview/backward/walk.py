@@ -29,7 +29,7 @@ import torch
 
 from ..cost.memory import storage_nbytes
 from ..errors import InvalidTypeError
-from ..graph import Graph, ModuleNode, NodeFactory, TensorNode
+from ..graph import BACKWARD_LAYER, Graph, ModuleNode, NodeFactory, TensorNode
 
 SAVED_PREFIX = "_saved_"
 #: annotation layers the walk fills
@@ -215,5 +215,5 @@ def autograd_ir(output: Any, params: Any = None, *, show_attrs: bool = False, sh
         g.annotations.set(SAVED_BYTES, walk.saved_bytes)
     if walk.attrs:
         g.annotations.set(ATTRS, walk.attrs)
-    g.annotations.set("backward", {n.id: "node" for n in g.functions()})
+    g.annotations.set(BACKWARD_LAYER, {n.id: "node" for n in g.functions()})
     return g

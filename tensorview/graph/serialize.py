@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from .annotations import BACKWARD_LAYER
 from .nodes import FunctionNode, ModuleNode, Node, TensorNode, unhandled
 
 if TYPE_CHECKING:
@@ -17,8 +18,6 @@ if TYPE_CHECKING:
 
 SCHEMA = "tensorview.graph"
 SCHEMA_VERSION = 3
-#: the annotation layer marking the nodes of a backward pass (tensorview/backward/)
-BACKWARD_LAYER = "backward"
 
 
 def merged_edges(g: Graph) -> list[tuple[int, int, int, int]]:
