@@ -234,7 +234,7 @@ def _record(
 def _with_backward(graph: ComputationGraph, probe: Any, returned: list[Any]) -> ComputationGraph:
     """The joint graph of a recording made with ``probe`` (backward/join.py)."""
     outs = [t for t in tree_leaves(returned) if isinstance(t, torch.Tensor)]
-    joint, alone = (join_backward(graph.graph, probe, outs, forward=f) for f in (True, False))
+    joint, alone = join_backward(graph.graph, probe, outs)
     return ComputationGraph(joint, graph.options, graph.render_options, backward=(joint, alone))
 
 

@@ -25,50 +25,88 @@ import torch
 from ..cost.memory import storage_nbytes
 from ..graph import BACKWARD_LAYER, FunctionNode, Graph, ModuleNode, NodeFactory, TensorNode, unhandled
 from .probe import BackwardProbe
-from .walk import SAVED_BYTES, _post_order
+from .walk import SAVED_BYTES, _post_order, saved_attrs
 from .walk import _next as _next_of
 
 BACKWARD = BACKWARD_LAYER
 
 
 def _saved_bytes(fn: Any) -> int:
+    """Storage bytes of what ``fn`` saved (its ``_saved_*`` attributes, named once per class)."""
     total = 0
-    for attr in dir(fn):
-        if attr.startswith("_saved_"):
-            try:
-                val = getattr(fn, attr)
-            except RuntimeError:
-                continue
-            for t in val if isinstance(val, tuple) else (val,):
-                if isinstance(t, torch.Tensor):
-                    total += storage_nbytes(t)
+    for attr in saved_attrs(fn):
+        try:
+            val = getattr(fn, attr)
+        except RuntimeError:
+            continue
+        for t in val if isinstance(val, tuple) else (val,):
+            if isinstance(t, torch.Tensor):
+                total += storage_nbytes(t)
     return total
 
 
-def join_backward(g: Graph, probe: BackwardProbe, outputs: Sequence[torch.Tensor], *, forward: bool = True) -> Graph:
-    """The joint graph of ``g`` (recorded with ``probe`` and grad enabled) and the
-    autograd graph of ``outputs`` (module docstring)."""
-    fns = _post_order([t.grad_fn for t in outputs if isinstance(t, torch.Tensor) and t.grad_fn is not None])
-    first_param: dict[str, int] = {}
-    for n in g.nodes:
-        if isinstance(n, TensorNode) and n.is_param and n.source_name:
-            first_param.setdefault(n.source_name, n.id)
-    after: dict[int, list[Any]] = {}  # old node id -> autograd nodes placed after it
-    skip: dict[Any, Any] = {}  # the recorder's own aliases at call boundaries -> what they read
-    for fn in fns:
-        var = getattr(fn, "variable", None)
-        if isinstance(var, torch.Tensor):
-            owner = first_param.get(probe.param_names.get(id(var), ""))
-        else:
-            owner = probe.owner(fn._sequence_nr())
-            if type(fn).__name__ == "AliasBackward0" and (owner is None or isinstance(g.nodes[owner], ModuleNode)):
-                skip[fn] = next(iter(_next_of(fn)), None)
-                continue
-        if owner is not None and g.nodes[owner].__class__ is FunctionNode:
-            outs = g.output_tensors(owner)
-            owner = max(outs) if outs else owner
-        after.setdefault(owner if owner is not None else -1, []).append(fn)
+class _Plan:
+    """Where each autograd node goes, computed once for both graphs."""
 
+    def __init__(self, g: Graph, probe: BackwardProbe, outputs: Sequence[torch.Tensor]) -> None:
+        self.outputs = [t for t in outputs if isinstance(t, torch.Tensor)]
+        fns = _post_order([t.grad_fn for t in self.outputs if t.grad_fn is not None])
+        self.first_param: dict[int, int] = {}  # id(parameter) -> id of its first node
+        by_name = {n: i for i, n in probe.param_names.items()}
+        for n in g.nodes:
+            if isinstance(n, TensorNode) and n.is_param and n.source_name in by_name:
+                self.first_param.setdefault(by_name[n.source_name], n.id)
+        self.after: dict[int, list[Any]] = {}  # old node id -> autograd nodes placed after it
+        self.skip: dict[Any, Any] = {}  # the recorder's own aliases at call boundaries -> what they read
+        #: autograd node -> (class name, id of its parameter's node, saved bytes, gradients)
+        self.info: dict[Any, tuple[str, int | None, int, list[tuple[Any, tuple[int | str, ...], str, str]]]] = {}
+        for fn in fns:
+            var = getattr(fn, "variable", None)
+            if isinstance(var, torch.Tensor):
+                owner = self.first_param.get(id(var))
+            else:
+                seq = fn._sequence_nr()
+                owner = probe.op_owner(seq)
+                if owner is None and type(fn).__name__ == "AliasBackward0":
+                    self.skip[fn] = next(iter(_next_of(fn)), None)
+                    continue
+                if owner is None:
+                    owner = probe.owner(seq)
+                else:
+                    outs = g.output_tensors(owner)
+                    owner = max(outs) if outs else owner
+            self.after.setdefault(owner if owner is not None else -1, []).append(fn)
+            param = self.first_param.get(id(var)) if var is not None else None
+            self.info[fn] = (type(fn).__name__, param, _saved_bytes(fn), _gradients(fn))
+
+
+def _gradients(fn: Any) -> list[tuple[Any, tuple[int | str, ...], str, str]]:
+    """``(reader, shape, dtype, device)`` of each gradient ``fn`` writes: one per input it
+    differentiates, shaped as autograd keeps it for the reader (``_input_metadata``)."""
+    out = []
+    for u, k in getattr(fn, "next_functions", ()):
+        if u is None:
+            continue
+        meta = u._input_metadata
+        if k < len(meta):
+            m = meta[k]
+            shape = tuple(d if isinstance(d, int) else str(d) for d in m.shape)
+            out.append((u, shape, str(m.dtype).removeprefix("torch."), str(m.device)))
+        else:
+            out.append((u, (), "float32", "cpu"))
+    return out
+
+
+def join_backward(g: Graph, probe: BackwardProbe, outputs: Sequence[torch.Tensor]) -> tuple[Graph, Graph]:
+    """The joint graph of ``g`` (recorded with ``probe`` and grad enabled) and the
+    autograd graph of ``outputs``, and the backward pass alone (module docstring)."""
+    plan = _Plan(g, probe, outputs)
+    return _emit(g, plan, True), _emit(g, plan, False)
+
+
+def _emit(g: Graph, plan: _Plan, forward: bool) -> Graph:
+    after = {k: list(v) for k, v in plan.after.items()}
+    skip, outputs = plan.skip, plan.outputs
     f = NodeFactory()
     new: dict[int, int] = {}  # old id -> new id
     stack: list[tuple[ModuleNode, ModuleNode]] = []  # (old call, new call)
@@ -76,7 +114,6 @@ def join_backward(g: Graph, probe: BackwardProbe, outputs: Sequence[torch.Tensor
     marks: dict[int, str] = {}
     saved: dict[int, int] = {}
     grads: list[tuple[int, Any]] = []  # (gradient tensor id, autograd node reading it)
-    keep_params: set[int] = set()
 
     def close_until(node_id: int) -> None:
         while stack and not stack[-1][0].contains(node_id):
@@ -86,18 +123,13 @@ def join_backward(g: Graph, probe: BackwardProbe, outputs: Sequence[torch.Tensor
 
     def place(fns_here: list[Any], parent: ModuleNode) -> None:
         for fn in fns_here:
-            var = getattr(fn, "variable", None)
-            reads = [new[first_param[probe.param_names[id(var)]]]] if id(var) in probe.param_names else []
-            node = f.add_function(type(fn).__name__, parent, [r for r in reads if r >= 0])
+            name, param, nbytes, outs = plan.info[fn]
+            node = f.add_function(name, parent, [new[param]] if param in new else [])
             placed[fn] = node.id
             marks[node.id] = "node"
-            saved[node.id] = _saved_bytes(fn)
-            for u, k in getattr(fn, "next_functions", ()):
-                if u is None:
-                    continue
-                meta = getattr(u, "_input_metadata", ())
-                shape = tuple(int(d) for d in meta[k].shape) if k < len(meta) else ()
-                t = f.add_tensor("grad", parent, shape, "float32", "cpu", "intermediate", producer=node.id)
+            saved[node.id] = nbytes
+            for u, shape, dtype, device in outs:
+                t = f.add_tensor("grad", parent, shape, dtype, device, "intermediate", producer=node.id)
                 marks[t.id] = "grad"
                 grads.append((t.id, u))
 
@@ -122,8 +154,6 @@ def join_backward(g: Graph, probe: BackwardProbe, outputs: Sequence[torch.Tensor
                     )  # fmt: skip
                     t.field = old.field
                     new[old.id] = t.id
-                    if old.is_param:
-                        keep_params.add(t.id)
             case _:
                 unhandled(old)
         if old.id in after and parent is not None:

@@ -99,11 +99,18 @@ class BackwardProbe(Probe):
     def layers(self) -> Mapping[str, Mapping[int, Any]]:
         return {RECOMPUTED: self.recomputed} if self.recomputed else {}
 
-    def owner(self, seq: int) -> int | None:
-        """The id of the op (else the innermost module call) that created autograd node
-        number ``seq``; None when the forward did not create it."""
+    def op_owner(self, seq: int) -> int | None:
+        """The id of the op that created autograd node number ``seq``, if an op did."""
         i = bisect.bisect_right(self.ops, (seq, 1 << 62)) - 1
         if i >= 0 and self.ops[i][0] <= seq < self.ops[i][1]:
             return self.ops[i][2]
+        return None
+
+    def owner(self, seq: int) -> int | None:
+        """The id of the op (else the innermost module call) that created autograd node
+        number ``seq``; None when the forward did not create it."""
+        op = self.op_owner(seq)
+        if op is not None:
+            return op
         inside = [(depth, mid) for first, end, depth, mid in self.calls if first <= seq < end]
         return max(inside)[1] if inside else None

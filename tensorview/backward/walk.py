@@ -95,14 +95,23 @@ def _next(fn: Any) -> list[Any]:
     return [u for u, _ in getattr(fn, "next_functions", ()) if u is not None]
 
 
+_SAVED_ATTRS: dict[type, tuple[str, ...]] = {}
+
+
+def saved_attrs(fn: Any) -> tuple[str, ...]:
+    """The ``_saved_*`` attributes of autograd node ``fn`` (found once per node class)."""
+    names = _SAVED_ATTRS.get(type(fn))
+    if names is None:
+        names = _SAVED_ATTRS[type(fn)] = tuple(a for a in dir(type(fn)) if a.startswith(SAVED_PREFIX))
+    return names
+
+
 def _saved(fn: Any, show_saved: bool) -> tuple[list[tuple[str, torch.Tensor]], dict[str, Any]]:
     """``([(name, tensor)], {attr: value})``: what ``fn`` saved (tensors only with
     ``show_saved``, a custom Function's ``saved_tensors`` always)."""
     tensors: list[tuple[str, torch.Tensor]] = []
     attrs: dict[str, Any] = {}
-    for attr in dir(fn):
-        if not attr.startswith(SAVED_PREFIX):
-            continue
+    for attr in saved_attrs(fn):
         try:
             val = getattr(fn, attr)
         except RuntimeError:  # freed by a backward already run
