@@ -381,3 +381,38 @@ def test_fake_and_meta_draw_the_same_backward_as_the_cpu() -> None:
     assert {d: sorted(g.graph.annotations.layer("saved_bytes").values()) for d, g in drawn.items()} == {
         d: [24, 32, 64] for d in drawn
     }
+
+
+def recurrent_and_attention_models() -> dict[str, tuple[nn.Module, Any]]:
+    torch.manual_seed(0)
+    models: dict[str, tuple[nn.Module, Any]] = {
+        "lstm": (nn.LSTM(5, 7, num_layers=2, batch_first=True), torch.randn(2, 4, 5)),
+        "gru": (nn.GRU(4, 4), torch.randn(3, 2, 4)),
+        "encoder_layer": (nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, dropout=0.0), torch.randn(2, 5, 8)),
+    }
+    return models
+
+
+@pytest.mark.parametrize("name", ["lstm", "gru", "encoder_layer", "llama"])
+def test_joint_graph_equals_torchviz_for_recurrent_and_attention_models(name: str) -> None:
+    if name == "llama":
+        model, _ = llama()
+        x: Any = {"input_ids": torch.zeros(1, 6, dtype=torch.long)}
+    else:
+        model, x = recurrent_and_attention_models()[name]
+    model.train()
+    g = tv.draw_graph(model, input_data=x, mode="train", backward=True)
+    out = plain_outputs(model, **x) if isinstance(x, dict) else plain_outputs(model, x)
+    grads = tuple(t for t in out if t.grad_fn is not None)
+    assert backward_ops(g) == torchviz_nodes(grads, dict(model.named_parameters()))[0]
+
+
+def test_attention_on_meta_has_the_cpus_autograd_node() -> None:
+    """On meta the probe runs attention through the CPU's fused kernel (cost/memory.py), so
+    the joint graph has the CPU's attention backward node, not the math path's."""
+    model, x = recurrent_and_attention_models()["encoder_layer"]
+    model.train()
+    on_cpu = backward_ops(tv.draw_graph(model, input_data=x, mode="train", backward=True))
+    on_meta = backward_ops(tv.draw_graph(model, input_data=x, mode="train", backward=True, device="meta"))
+    assert on_meta == on_cpu
+    assert any("ScaledDotProduct" in op for op in on_meta)

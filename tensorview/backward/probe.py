@@ -21,11 +21,13 @@ from __future__ import annotations
 import bisect
 import sys
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import torch
 from torch import nn
 
+from ..cost.memory import ON_META
 from ..graph import FunctionNode, ModuleNode
 from ..recording import Probe
 
@@ -52,9 +54,12 @@ def in_checkpoint() -> bool:
 
 
 class BackwardProbe(Probe):
-    """Sequence-number intervals per op and module call (module docstring)."""
+    """Sequence-number intervals per op and module call (module docstring).  On meta,
+    attention runs through the CPU's fused kernel where the CPU would (the cost model's
+    substitute, cost/memory.py), so its autograd node is the CPU's."""
 
     name = "backward"
+    substitutes: Mapping[Any, Any] = MappingProxyType(dict(ON_META))
 
     def __init__(self) -> None:
         #: (first, end, node id) per op, in order; module calls apart (a fallback)
