@@ -20,7 +20,7 @@ from .cost.layers import STATS, ActivationBytes, check_stats
 from .cost.probe import CostProbe
 from .cost.summary import TRAIN_MODE_HINT, Summary, check_options
 from .drawing import ComputationGraph
-from .errors import InvalidTypeError, RecordingError, add_hint
+from .errors import InvalidInputError, InvalidTypeError, RecordingError, add_hint
 from .graph import Graph, ViewOptions
 from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
@@ -101,6 +101,7 @@ def draw_graph(
     source: bool = True,
     stats: str | Sequence[str] = (),
     backward: bool = False,
+    run_backward: bool = False,
     **forward_kwargs: Any,
 ) -> ComputationGraph:
     """Record one forward pass of ``model`` and return a drawable ``ComputationGraph``.
@@ -131,7 +132,8 @@ def draw_graph(
     module call was made: the annotation layer ``"source"``, ``"file.py:123"``, shown by
     the HTML viewer; a few microseconds per op, recording/source.py), ``backward``
     (record with grad enabled and draw each op's autograd nodes beside it, gradients in
-    reverse: docs/backward.md; ``graph.backward_view(backward_only=True)``).  Change the view
+    reverse: docs/backward.md; ``graph.backward_view(backward_only=True)``; ``run_backward``:
+    run it once on the recording's outputs, no ``.grad`` written, timing each node).  Change the view
     later with ``graph.view(...)``.
 
     A ``torch.export.ExportedProgram`` or a ``torch.fx.GraphModule`` is drawn from its
@@ -169,6 +171,8 @@ def draw_graph(
         graph = ComputationGraph(ir, options, render_options)
     else:
         inputs = (input_size, input_data, dtypes, forward_kwargs)
+        if check_flag("run_backward", run_backward) and not check_flag("backward", backward):
+            raise InvalidInputError("run_backward=True runs the backward drawn by backward=True: pass both")
         check_flag("backward", backward)
         probes: list[Probe] = [attributes] if attributes is not None else []
         returned: list[Any] = []
@@ -178,7 +182,7 @@ def draw_graph(
             model, inputs, device, mode, stats, source, probes, returned, options=options, render_options=render_options
         )
         if backward:
-            graph = _with_backward(graph, probes[-1], returned)
+            graph = _with_backward(graph, probes[-1], returned, run_backward)
     graph.extras = replace(extras, attributes=attributes.found if attributes is not None else None)
     if styler is not None:
         graph = graph.view(styler=styler)
@@ -231,10 +235,10 @@ def _record(
     return rec.graph.annotate(ActivationBytes()) if "activation_bytes" in stats else rec.graph
 
 
-def _with_backward(graph: ComputationGraph, probe: Any, returned: list[Any]) -> ComputationGraph:
+def _with_backward(graph: ComputationGraph, probe: Any, returned: list[Any], run: bool) -> ComputationGraph:
     """The joint graph of a recording made with ``probe`` (backward/join.py)."""
     outs = [t for t in tree_leaves(returned) if isinstance(t, torch.Tensor)]
-    joint, alone = join_backward(graph.graph, probe, outs)
+    joint, alone = join_backward(graph.graph, probe, outs, run=run)
     return ComputationGraph(joint, graph.options, graph.render_options, backward=(joint, alone))
 
 

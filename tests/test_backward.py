@@ -416,3 +416,20 @@ def test_attention_on_meta_has_the_cpus_autograd_node() -> None:
     on_meta = backward_ops(tv.draw_graph(model, input_data=x, mode="train", backward=True, device="meta"))
     assert on_meta == on_cpu
     assert any("ScaledDotProduct" in op for op in on_meta)
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_run_backward_times_every_autograd_node_and_writes_no_grad(device: str) -> None:
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    g = tv.draw_graph(model, input_size=(2, 3), backward=True, run_backward=True, device=device)
+    times = g.graph.annotations.layer("backward_us")
+    marks = g.graph.annotations.layer("backward")
+    timed = {f.id for f in g.graph.functions() if marks.get(f.id) == "node" and f.op != "AccumulateGrad"}
+    assert set(times) == timed and len(timed) == 5
+    assert all(v > 0 for v in times.values())
+    assert g.graph.annotations.layer("saved_bytes")  # read before the backward freed them
+    assert all(p.grad is None for p in model.parameters())
+    plain = tv.draw_graph(model, input_size=(2, 3), backward=True)
+    assert not plain.graph.annotations.layer("backward_us")
+    with pytest.raises(tv.InvalidInputError, match="run_backward=True runs the backward drawn by backward=True"):
+        tv.draw_graph(model, input_size=(2, 3), run_backward=True)

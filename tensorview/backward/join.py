@@ -25,6 +25,7 @@ import torch
 from ..cost.memory import storage_nbytes
 from ..graph import BACKWARD_LAYER, FunctionNode, Graph, ModuleNode, NodeFactory, TensorNode, unhandled
 from .probe import BackwardProbe
+from .run import BACKWARD_US, run_backward
 from .walk import SAVED_BYTES, _post_order, saved_attrs
 from .walk import _next as _next_of
 
@@ -50,6 +51,7 @@ class _Plan:
 
     def __init__(self, g: Graph, probe: BackwardProbe, outputs: Sequence[torch.Tensor]) -> None:
         self.outputs = [t for t in outputs if isinstance(t, torch.Tensor)]
+        self.times: dict[Any, float] = {}
         fns = _post_order([t.grad_fn for t in self.outputs if t.grad_fn is not None])
         self.first_param: dict[int, int] = {}  # id(parameter) -> id of its first node
         by_name = {n: i for i, n in probe.param_names.items()}
@@ -97,10 +99,15 @@ def _gradients(fn: Any) -> list[tuple[Any, tuple[int | str, ...], str, str]]:
     return out
 
 
-def join_backward(g: Graph, probe: BackwardProbe, outputs: Sequence[torch.Tensor]) -> tuple[Graph, Graph]:
+def join_backward(
+    g: Graph, probe: BackwardProbe, outputs: Sequence[torch.Tensor], *, run: bool = False
+) -> tuple[Graph, Graph]:
     """The joint graph of ``g`` (recorded with ``probe`` and grad enabled) and the
-    autograd graph of ``outputs``, and the backward pass alone (module docstring)."""
+    autograd graph of ``outputs``, and the backward pass alone (module docstring); ``run``:
+    run the backward once, timing each node (run.py: the ``backward_us`` layer)."""
     plan = _Plan(g, probe, outputs)
+    if run:
+        plan.times = run_backward(plan.outputs, list(plan.info))
     return _emit(g, plan, True), _emit(g, plan, False)
 
 
@@ -194,6 +201,8 @@ def _emit(g: Graph, plan: _Plan, forward: bool) -> Graph:
     for name in g.annotations:
         ng.annotations.set(name, {new[k]: v for k, v in g.annotations.layer(name).items() if k in new})
     ng.annotations.set(BACKWARD, marks)
+    if plan.times:
+        ng.annotations.set(BACKWARD_US, {placed[fn]: us for fn, us in plan.times.items() if fn in placed})
     # the cost model's saved_bytes of ops and calls (stats=...) stay beside the autograd nodes'
     ng.annotations.set(SAVED_BYTES, {**ng.annotations.layer(SAVED_BYTES), **{k: v for k, v in saved.items() if v}})
     return ng
