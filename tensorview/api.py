@@ -43,7 +43,8 @@ class Recorder(BaseRecorder[ComputationGraph]):
 
     ``device``, ``meta_replay``, ``probes`` and ``keep_parameters`` are those of
     ``recording.BaseRecorder`` (the model is left as it was; outputs are plain tensors);
-    ``options``/``render_options`` are what ``graph`` shows and how it draws.
+    ``options``/``render_options`` are what ``graph`` shows and how it draws; ``backward``:
+    also note which op made each autograd node, for ``with_backward(out)`` (docs/backward.md).
     """
 
     def __init__(
@@ -56,7 +57,9 @@ class Recorder(BaseRecorder[ComputationGraph]):
         keep_parameters: bool = False,
         options: ViewOptions | None = None,
         render_options: RenderOptions | None = None,
+        backward: bool = False,
     ) -> None:
+        probes = [*probes, BackwardProbe()] if check_flag("backward", backward) else probes
         super().__init__(model, device=device, meta_replay=meta_replay, probes=probes, keep_parameters=keep_parameters)
         for name, value, cls in (("options", options, ViewOptions), ("render_options", render_options, RenderOptions)):
             if value is not None and not isinstance(value, cls):
@@ -71,6 +74,14 @@ class Recorder(BaseRecorder[ComputationGraph]):
     def __enter__(self) -> Recorder:
         super().__enter__()
         return self
+
+    def with_backward(self, output: Any, *, run_backward: bool = False) -> ComputationGraph:
+        """The recording joined with the backward pass of ``output`` (what the recorded call
+        returned, with grad enabled), as ``draw_graph(..., backward=True)`` draws it."""
+        probe = next((p for p in self.probes if isinstance(p, BackwardProbe)), None)
+        if probe is None:
+            raise InvalidInputError("with_backward needs a recording made with tv.Recorder(model, backward=True)")
+        return _with_backward(self.graph, probe, [output], check_flag("run_backward", run_backward))
 
 
 def draw_graph(

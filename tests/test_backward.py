@@ -433,3 +433,22 @@ def test_run_backward_times_every_autograd_node_and_writes_no_grad(device: str) 
     assert not plain.graph.annotations.layer("backward_us")
     with pytest.raises(tv.InvalidInputError, match="run_backward=True runs the backward drawn by backward=True"):
         tv.draw_graph(model, input_size=(2, 3), run_backward=True)
+
+
+def test_recorder_with_backward_joins_what_the_call_returned() -> None:
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    x = torch.randn(2, 3)
+    with tv.Recorder(model, backward=True) as rec:
+        out = model(x)
+    joint = rec.with_backward(out)
+    # a plain run: the recorded output's graph also holds the recorder's boundary aliases
+    expected = torchviz_nodes(model(x), dict(model.named_parameters()))[0]
+    assert backward_ops(joint) == expected
+    assert backward_ops(joint.backward_view(backward_only=True)) == expected
+    timed = rec.with_backward(out, run_backward=True)
+    assert len(timed.graph.annotations.layer("backward_us")) == 5
+    assert all(p.grad is None for p in model.parameters())
+    with tv.Recorder(model) as plain:
+        model(torch.randn(2, 3))
+    with pytest.raises(tv.InvalidInputError, match=r"tv.Recorder\(model, backward=True\)"):
+        plain.with_backward(out)
