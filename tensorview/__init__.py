@@ -22,6 +22,7 @@ True
 from . import taps
 from ._version import __version__ as __version__
 from .api import Recorder, draw_graph, summary
+from .autograd import autograd_graph
 from .cost.memreport import MemoryReport
 from .cost.step import memory
 from .drawing import ComputationGraph
@@ -57,6 +58,7 @@ __all__ = [
     "TensorNode",
     "TensorviewError",
     "ViewOptions",
+    "autograd_graph",
     "draw_graph",
     "make_dot",
     "memory",

@@ -11,6 +11,8 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from .autograd import joined as _with_backward
+from .backward import BackwardProbe
 from .compat.attributes import AttributesProbe
 from .compat.graph_api import TorchviewExtras
 from .compat.options import check_flag, check_mode, input_slots, save_files
@@ -19,7 +21,7 @@ from .cost.probe import CostProbe
 from .cost.run import summarize
 from .cost.summary import Summary
 from .drawing import ComputationGraph
-from .errors import InvalidTypeError, shown
+from .errors import InvalidInputError, InvalidTypeError, shown
 from .graph import Graph, ViewOptions
 from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
@@ -43,7 +45,8 @@ class Recorder(BaseRecorder[ComputationGraph]):
 
     ``device``, ``meta_replay``, ``probes`` and ``keep_parameters`` are those of
     ``recording.BaseRecorder`` (the model is left as it was; outputs are plain tensors);
-    ``options``/``render_options`` are what ``graph`` shows and how it draws.
+    ``options``/``render_options`` are what ``graph`` shows and how it draws; ``backward``:
+    also note which op made each autograd node, for ``with_backward(out)`` (docs/backward.md).
     """
 
     def __init__(
@@ -56,7 +59,9 @@ class Recorder(BaseRecorder[ComputationGraph]):
         keep_parameters: bool = False,
         options: ViewOptions | None = None,
         render_options: RenderOptions | None = None,
+        backward: bool = False,
     ) -> None:
+        probes = [*probes, BackwardProbe()] if check_flag("backward", backward) else probes
         super().__init__(model, device=device, meta_replay=meta_replay, probes=probes, keep_parameters=keep_parameters)
         for name, value, cls in (("options", options, ViewOptions), ("render_options", render_options, RenderOptions)):
             if value is not None and not isinstance(value, cls):
@@ -67,6 +72,14 @@ class Recorder(BaseRecorder[ComputationGraph]):
     def _result(self, graph: Graph) -> ComputationGraph:
         cost = next((p.record for p in self.probes if isinstance(p, CostProbe)), None)
         return ComputationGraph(graph, self.options, self.render_options, cost=cost)
+
+    def with_backward(self, output: Any, *, run_backward: bool = False) -> ComputationGraph:
+        """The recording joined with the backward pass of ``output`` (what the recorded call
+        returned, with grad enabled), as ``draw_graph(..., backward=True)`` draws it."""
+        probe = next((p for p in self.probes if isinstance(p, BackwardProbe)), None)
+        if probe is None:
+            raise InvalidInputError("with_backward needs a recording made with tv.Recorder(model, backward=True)")
+        return _with_backward(self.graph, probe, [output], check_flag("run_backward", run_backward))
 
 
 def draw_graph(
@@ -96,6 +109,8 @@ def draw_graph(
     style: str | None = None,
     source: bool = True,
     stats: str | Sequence[str] = (),
+    backward: bool = False,
+    run_backward: bool = False,
     **forward_kwargs: Any,
 ) -> ComputationGraph:
     """Record one forward pass of ``model`` and return a drawable ``ComputationGraph``.
@@ -124,7 +139,10 @@ def draw_graph(
     ``stats=("params", "flops")`` (``tensorview.cost.STATS``: costs recorded with grad
     enabled and shown on the nodes) and ``source`` (record where in your code each op and
     module call was made: the annotation layer ``"source"``, ``"file.py:123"``, shown by
-    the HTML viewer; a few microseconds per op, recording/source.py).  Change the view
+    the HTML viewer; a few microseconds per op, recording/source.py), ``backward``
+    (record with grad enabled and draw each op's autograd nodes beside it, gradients in
+    reverse: docs/backward.md; ``graph.backward_view(backward_only=True)``; ``run_backward``:
+    run it once on the recording's outputs, no ``.grad`` written, timing each node).  Change the view
     later with ``graph.view(...)``.
 
     A ``torch.export.ExportedProgram`` or a ``torch.fx.GraphModule`` is drawn from its
@@ -163,10 +181,18 @@ def draw_graph(
         graph = ComputationGraph(ir, options, render_options)
     else:
         inputs = (input_size, input_data, dtypes, forward_kwargs)
-        probes = [attributes] if attributes is not None else []
+        if check_flag("run_backward", run_backward) and not check_flag("backward", backward):
+            raise InvalidInputError("run_backward=True runs the backward drawn by backward=True: pass both")
+        check_flag("backward", backward)
+        probes: list[Probe] = [attributes] if attributes is not None else []
+        returned: list[Any] = []
+        if backward:
+            probes.append(BackwardProbe())
         graph = _record(
-            model, inputs, device, mode, stats, source, probes, options=options, render_options=render_options
+            model, inputs, device, mode, stats, source, probes, returned, options=options, render_options=render_options
         )
+        if backward:
+            graph = _with_backward(graph, probes[-1], returned, run_backward)
     graph.extras = replace(extras, attributes=attributes.found if attributes is not None else None)
     if styler is not None:
         graph = graph.view(styler=styler)
@@ -183,10 +209,12 @@ def _record(
     stats: Sequence[str],
     source: bool,
     more_probes: Sequence[Probe] = (),
+    returned: list[Any] | None = None,
     **options: Any,
 ) -> Any:
     """One forward of ``model`` (see draw_graph); with ``stats``, with the cost probe; with
-    ``source``, with the source-location probe; and with ``more_probes``."""
+    ``source``, with the source-location probe; and with ``more_probes``; what forward
+    returned is appended to ``returned`` (with a ``BackwardProbe``: grad enabled)."""
     mode = check_mode(mode)
     input_size, input_data, dtypes, forward_kwargs = inputs
     fake = is_fake(device)
@@ -211,8 +239,11 @@ def _record(
         # a copy shares the caller's parameters, but what forward sets on self stays on the
         # copy: parameters it writes are put back too (recording/keep.py)
         options["keep_parameters"] = runnable is not model
-        with torch.set_grad_enabled(bool(stats)), Recorder(runnable, device=dev, probes=probes, **options) as rec:
-            runnable(*args, **kwargs)
+        grad = bool(stats) or any(isinstance(p, BackwardProbe) for p in probes)
+        with torch.set_grad_enabled(grad), Recorder(runnable, device=dev, probes=probes, **options) as rec:
+            result = runnable(*args, **kwargs)
+        if returned is not None:
+            returned.append(result)
     return rec.graph.annotate(ActivationBytes()) if "activation_bytes" in stats else rec.graph
 
 

@@ -30,8 +30,9 @@ from .graph import (
     annotate,
 )
 from .graph.listing import fmt_shapes, one_line, printable, shorten
-from .render import RENDER_OPTION_NAMES, DotRenderer, GraphvizStyler, Interactive, RenderOptions, run_dot, styler_for
+from .render import RENDER_OPTION_NAMES, DotRenderer, GraphvizStyler, Interactive, RenderOptions, run_dot
 from .render.formats import Format, extensions, format_for, formats
+from .render.themes import checked_styler, styler_of_style
 from .transform import build_view
 
 #: how many module calls ``repr`` lists before summarising the rest
@@ -55,15 +56,18 @@ class ComputationGraph(TorchviewAPI):
         styler: GraphvizStyler | None = None,
         cost: CostRecord | None = None,
         extras: TorchviewExtras | None = None,
+        backward: tuple[Graph, Graph] | None = None,
     ) -> None:
         self.graph = graph
+        #: ``draw_graph(backward=True)``: (the joint graph, the backward pass alone)
+        self.backward = backward
         self.extras = extras if extras is not None else TorchviewExtras()
         #: what the cost probe measured while recording (``draw_graph(stats=...)``,
         #: ``tv.summary``), else None
         self.cost = cost
         self.options = options if options is not None else ViewOptions()
         self.render_options = render_options if render_options is not None else RenderOptions()
-        self.styler = _check_styler(styler)
+        self.styler = checked_styler(styler)
         self._cache: dict[str, Any] = {}
         self._cache_version = -1
 
@@ -75,14 +79,28 @@ class ComputationGraph(TorchviewAPI):
         styler_given = "styler" in changes
         styler = changes.pop("styler", self.styler)
         if "style" in changes:
-            styler = _styler_of_style(changes.pop("style"), styler_given)
+            styler = styler_of_style(changes.pop("style"), styler_given)
         unknown = sorted(set(changes) - OPTION_NAMES)
         if unknown:
             raise choices_error("view option", unknown[0], OPTION_NAMES)
         show = {k: v for k, v in changes.items() if k in VIEW_OPTION_NAMES}
         draw = {k: v for k, v in changes.items() if k in RENDER_OPTION_NAMES}
         opts, render_opts = self.options.replace(**show), self.render_options.replace(**draw)
-        return ComputationGraph(self.graph, opts, render_opts, styler=styler, cost=self.cost, extras=self.extras)
+        return ComputationGraph(
+            self.graph, opts, render_opts, styler=styler, cost=self.cost, extras=self.extras, backward=self.backward
+        )
+
+    def backward_view(self, *, backward_only: bool = False, **changes: Any) -> ComputationGraph:
+        """The forward with its backward pass beside it, or (``backward_only``) the backward
+        pass alone in the module boxes; ``changes`` as for ``view``.  docs/backward.md."""
+        if self.backward is None:
+            raise InvalidInputError(
+                "this recording has no backward pass: record it with draw_graph(model, ..., backward=True), "
+                "or draw any tensor's autograd graph with tv.autograd_graph(output)"
+            )
+        g = self.view(**changes)
+        g.graph = self.backward[bool(backward_only)]
+        return g
 
     def annotate(self, *passes: AnnotationPass) -> ComputationGraph:
         """Run annotation passes on the recording (see ``tensorview.graph.annotations``);
@@ -249,26 +267,6 @@ class ComputationGraph(TorchviewAPI):
                 "or call tv.summary(model, ...)"
             )
         return Summary(self, self.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
-
-
-def _check_styler(styler: Any) -> GraphvizStyler | None:
-    if styler is None or isinstance(styler, GraphvizStyler):
-        return styler
-    if isinstance(styler, type) and issubclass(styler, GraphvizStyler):
-        raise InvalidTypeError(
-            f"styler must be a GraphvizStyler instance, got the class {styler.__name__}: "
-            f"pass an instance, e.g. styler={styler.__name__}()"
-        )
-    raise InvalidTypeError(
-        f"styler must be a GraphvizStyler instance (e.g. GraphvizStyler(fontname='Helvetica')) or None, "
-        f"got {type(styler).__name__}: {shown(styler)}"
-    )
-
-
-def _styler_of_style(style: Any, styler_given: bool) -> GraphvizStyler:
-    if styler_given:
-        raise InvalidInputError("give style= (a named look) or styler= (a GraphvizStyler), not both")
-    return styler_for(style)
 
 
 def _check_path(path: Any) -> str:

@@ -39,6 +39,7 @@ def test_public_api_is_exact() -> None:
         "TensorNode",
         "TensorviewError",
         "ViewOptions",
+        "autograd_graph",
         "draw_graph",
         "make_dot",
         "memory",
@@ -278,7 +279,7 @@ def test_forward_error_through_draw_graph_carries_a_drawable_partial_graph() -> 
 def test_save_formats_and_json(tmp_path: Path) -> None:
     graph = tv.draw_graph(zoo.InplaceModule(), input_size=(2, 4))
     data = graph.to_json()
-    assert data["schema"] == "tensorview.graph" and data["schema_version"] == 2
+    assert data["schema"] == "tensorview.graph" and data["schema_version"] == 3
     graph.save(tmp_path / "g.json")
     assert json.loads((tmp_path / "g.json").read_text()) == data
     graph.save(tmp_path / "g.gv")

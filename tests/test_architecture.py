@@ -23,11 +23,26 @@ ALLOWED: dict[str, set[str]] = {
     "recording": {"graph", "recording"},
     "taps": {"graph", "recording", "taps"},
     "cost": {"graph", "recording", "transform", "cost"},  # transform: the table folds as the graph does
+    # the autograd graph as the IR (reads saved bytes as the cost model counts them)
+    "backward": {"graph", "recording", "cost", "backward"},
     "importers": {"graph", "recording", "importers"},
     # torchview's and torchrecorder's API beside ours: node objects, options, a probe
     "compat": {"graph", "render", "recording", "compat"},
     "drawing": {"graph", "transform", "render", "cost", "compat"},
-    "api": {"graph", "transform", "render", "recording", "importers", "drawing", "cost", "compat"},
+    "api": {
+        "graph",
+        "transform",
+        "render",
+        "recording",
+        "importers",
+        "drawing",
+        "cost",
+        "compat",
+        "backward",
+        "autograd",
+    },
+    # tv.autograd_graph and the joint graph of a recording, as ComputationGraphs
+    "autograd": {"drawing", "backward"},
     # torchview's names for torchview users' code, gathered from the public API
     "torchview": {"api", "drawing", "compat", "recording"},
     # torchrecorder's record/make_dot/render_network on draw_graph and the renderer
@@ -40,7 +55,7 @@ LEAVES = {"errors", "_version"}
 #: stages that must stay plain data: no torch, no graphviz
 PURE = {"graph", "transform"}
 #: stages that must not need graphviz (render and what composes it may)
-NO_GRAPHVIZ = {"graph", "transform", "recording", "taps", "cost", "importers"}
+NO_GRAPHVIZ = {"graph", "transform", "recording", "taps", "cost", "importers", "backward"}
 MAX_LINES = 300
 
 

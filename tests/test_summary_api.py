@@ -27,7 +27,7 @@ def test_stats_on_the_nodes_of_a_drawing() -> None:
     assert "params: 544\\nflops: 4.10 KFLOPs" in graph.source
     node = next(n for n in graph.to_json()["nodes"] if n["id"] == fc1.id)
     assert node["notes"] == {"params": 544, "flops": 4096}
-    assert json.loads(json.dumps(graph.to_json(), allow_nan=False))["schema_version"] == 2
+    assert json.loads(json.dumps(graph.to_json(), allow_nan=False))["schema_version"] == 3
     # another view of the same recording keeps the costs
     assert graph.view(depth=1).summary().total_flops == 2 * 4 * 16 * 32 + 2 * 4 * 32 * 8
 

@@ -2,7 +2,7 @@
 annotations, listings.  Imports neither torch nor graphviz, so every later stage
 (transform, render) works on plain data."""
 
-from .annotations import SOURCE_LAYER, WARNING_LAYER, AnnotationPass, Annotations, annotate
+from .annotations import BACKWARD_LAYER, SOURCE_LAYER, WARNING_LAYER, AnnotationPass, Annotations, annotate
 from .builder import GraphBuilder
 from .factory import NodeFactory
 from .graph import Graph, ir_of
@@ -29,6 +29,7 @@ __all__ = [
     "NODE_TYPES",
     "PARAM_ROLES",
     "ROLES",
+    "BACKWARD_LAYER",
     "SOURCE_LAYER",
     "WARNING_LAYER",
     "SOURCE_ROLES",

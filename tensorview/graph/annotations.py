@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 #: the layer of source locations (``"file.py:123"``, recording/source.py): the viewer and
 #: the JSON show it, drawn labels leave it out (it would add a line to every node)
 SOURCE_LAYER = "source"
+#: the layer marking the nodes of a backward pass (tensorview/backward/): ``"node"`` for an
+#: autograd node, ``"grad"`` for a gradient tensor; labels leave it out (the names say it)
+BACKWARD_LAYER = "backward"
 #: the layer of warnings on nodes (``Graph.warn``): drawn in the node's label
 WARNING_LAYER = "warning"
 

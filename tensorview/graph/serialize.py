@@ -1,6 +1,6 @@
 """The full recorded graph as JSON-ready data, in networkx node-link form.
 
-Schema ``tensorview.graph`` version 2 is documented in docs/json-schema.md.  Edges are
+Schema ``tensorview.graph`` version 3 is documented in docs/json-schema.md.  Edges are
 merged per (source, target) pair with a ``count`` (``x * x`` gives one edge, count 2)
 and the ``order`` of the first use.  Annotations appear per node under ``notes``.
 """
@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from .annotations import BACKWARD_LAYER
 from .nodes import FunctionNode, ModuleNode, Node, TensorNode, unhandled
 
 if TYPE_CHECKING:
     from .graph import Graph
 
 SCHEMA = "tensorview.graph"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def merged_edges(g: Graph) -> list[tuple[int, int, int, int]]:
@@ -107,6 +108,8 @@ def to_dict(g: Graph) -> dict[str, Any]:
             "root": g.root,
             "error": g.error,
             "warnings": list(g.warnings),
+            # version 3: the graph holds a backward pass (draw_graph(backward=True), tv.autograd_graph)
+            "backward": BACKWARD_LAYER in g.annotations,
         },
         nodes=[node_record(g, n) for n in g.nodes],
         edges=[{"source": s, "target": d, "count": c, "order": o} for s, d, c, o in merged_edges(g)],

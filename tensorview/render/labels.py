@@ -6,7 +6,18 @@ import math
 import re
 from typing import Any
 
-from ..graph import PARAM_ROLES, SOURCE_LAYER, FunctionNode, Graph, ModuleNode, TensorNode, View, ViewNode, unhandled
+from ..graph import (
+    BACKWARD_LAYER,
+    PARAM_ROLES,
+    SOURCE_LAYER,
+    FunctionNode,
+    Graph,
+    ModuleNode,
+    TensorNode,
+    View,
+    ViewNode,
+    unhandled,
+)
 from ..graph.listing import fmt_shape
 from ..graph.view import fold_title, span
 from .options import RenderOptions
@@ -68,10 +79,13 @@ def label_lines(view: View, node: ViewNode, options: RenderOptions | None = None
             unhandled(ir)
     notes = g.annotations.of(ir.id) if g.annotations else None
     if notes:
-        lines.extend(f"{k}: {fmt_value(v)}" for k, v in notes.items() if k != SOURCE_LAYER)
+        lines.extend(f"{k}: {fmt_value(v)}" for k, v in notes.items() if k not in _UNLABELLED)
     if options is not None and options.number_nodes:
         lines[0] = f"#{node.index + 1} {lines[0]}"  # 1-based position in execution order
     return lines
+
+
+_UNLABELLED = frozenset((SOURCE_LAYER, BACKWARD_LAYER))
 
 
 def module_title(g: Graph, node: ViewNode, ir: ModuleNode) -> str:

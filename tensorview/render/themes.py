@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import choices_error
+from ..errors import InvalidInputError, InvalidTypeError, choices_error, shown
 from ..graph import Cluster, View, ViewNode
 from .style import GraphvizStyler
 
@@ -94,3 +94,25 @@ def styler_for(style: Any, **node_defaults: Any) -> GraphvizStyler:
     if not isinstance(style, str) or style not in STYLES:
         raise choices_error("style", style, STYLES)
     return STYLES[style](**node_defaults)
+
+
+def checked_styler(styler: Any) -> GraphvizStyler | None:
+    """``styler`` as given to a drawing: a ``GraphvizStyler`` instance or None, else a clear error."""
+    if styler is None or isinstance(styler, GraphvizStyler):
+        return styler
+    if isinstance(styler, type) and issubclass(styler, GraphvizStyler):
+        raise InvalidTypeError(
+            f"styler must be a GraphvizStyler instance, got the class {styler.__name__}: "
+            f"pass an instance, e.g. styler={styler.__name__}()"
+        )
+    raise InvalidTypeError(
+        f"styler must be a GraphvizStyler instance (e.g. GraphvizStyler(fontname='Helvetica')) or None, "
+        f"got {type(styler).__name__}: {shown(styler)}"
+    )
+
+
+def styler_of_style(style: Any, styler_given: bool) -> GraphvizStyler:
+    """The styler of a named look (``style=``), refused beside an explicit ``styler=``."""
+    if styler_given:
+        raise InvalidInputError("give style= (a named look) or styler= (a GraphvizStyler), not both")
+    return styler_for(style)
