@@ -18,7 +18,10 @@ import tensorview as tv
 from tensorview.graph import FunctionNode, TensorNode
 
 from .fixtures import needs
+from .fixtures.hf import written_for
 from .test_html import unpack
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 torchviz = pytest.importorskip("torchviz", reason=needs.TORCHVIZ)
 
