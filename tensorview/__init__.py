@@ -22,6 +22,7 @@ True
 from . import taps
 from ._version import __version__ as __version__
 from .api import Recorder, draw_graph, make_dot, record, render_network, summary
+from .compare import GraphDiff, diff
 from .drawing import ComputationGraph
 from .errors import (
     GraphLintError,
@@ -39,6 +40,7 @@ __all__ = [
     "ComputationGraph",
     "FunctionNode",
     "Graph",
+    "GraphDiff",
     "GraphLintError",
     "GraphvizStyler",
     "InvalidInputError",
@@ -53,6 +55,7 @@ __all__ = [
     "TensorNode",
     "TensorviewError",
     "ViewOptions",
+    "diff",
     "draw_graph",
     "make_dot",
     "record",
