@@ -39,6 +39,8 @@ class Change:
     cls: str
     differences: tuple[Difference, ...]
     order: int = field(default=0, compare=False)
+    #: the call's node ids in a and b
+    nodes: tuple[int, int] = field(default=(-1, -1), compare=False)
 
     @property
     def kinds(self) -> set[str]:
@@ -55,6 +57,8 @@ class Edit:
     name: str  # relative to ``parent``
     calls: int  # module calls in it, itself included
     order: float = field(default=0.0, compare=False)
+    #: the call's node id (in b for an added call, in a for a removed one)
+    node: int = field(default=-1, compare=False)
 
 
 @dataclass(eq=False)

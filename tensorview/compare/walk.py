@@ -48,7 +48,7 @@ def compare(ta: Tree, tb: Tree, level: str, ignore: Sequence[str]) -> GraphDiff:
                     d._rename_order[(cx.path, cy.path)] = x
         diffs = _differences(ta, a, tb, b, pairs, level, skip)
         if diffs:
-            d.changed.append(Change(a.path, b.path, a.cls, tuple(diffs), a.id))
+            d.changed.append(Change(a.path, b.path, a.cls, tuple(diffs), a.id, (a.id, b.id)))
         queue.extend((ta.calls[x], tb.calls[y]) for x, y in reversed(pairs))
     for lst in (d.added_calls, d.removed_calls):
         lst.sort(key=lambda e: e.order)
@@ -78,7 +78,7 @@ def _record_wrap(d: GraphDiff, ta: Tree, a: Call, tb: Tree, b: Call, side: str, 
     else:
         detail = f"unwrapped from {a.cls} (was {c.key[0]})"
         d.removed_calls.extend(_edit(ta, ta.calls[x], a) for x in a.children if x != c.id)
-    d.changed.append(Change(a.path, b.path, a.cls, (Difference("wrap", detail),), a.id))
+    d.changed.append(Change(a.path, b.path, a.cls, (Difference("wrap", detail),), a.id, (a.id, b.id)))
     return (a, c) if side == "b" else (c, b)
 
 
@@ -87,7 +87,7 @@ def _edit(t: Tree, c: Call, parent_in_a: Call, after: float | None = None) -> Ed
     end = getattr(n, "end", c.id + 1)
     calls = sum(1 for i in range(c.id, end) if i in t.calls)
     parent = t.calls[c.parent].path if c.parent is not None else ""
-    return Edit(c.path, c.cls, parent, c.key[0], calls, c.id if after is None else after)
+    return Edit(c.path, c.cls, parent, c.key[0], calls, c.id if after is None else after, c.id)
 
 
 def _order_in_a(a: Call, y: int, pairs: list[tuple[int, int]]) -> float:
