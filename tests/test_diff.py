@@ -394,3 +394,52 @@ def test_the_fingerprint_pins_the_architecture() -> None:
     assert len(same) == 1 and len(same.pop()) == 16
     others = {fingerprint(Tiny(spec), input_data=IDS) for spec, _ in TINY_EDITS.values()}
     assert len(others) == len(TINY_EDITS) and fingerprint(Tiny(S), input_data=IDS) not in others
+
+
+# -- the common comparisons ------------------------------------------------------
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.act, self.fc2 = nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class LoRA(nn.Module):
+    def __init__(self, base: nn.Linear, r: int = 4) -> None:
+        super().__init__()
+        self.base_layer = base
+        self.lora_A = nn.Linear(base.in_features, r, bias=False)
+        self.lora_B = nn.Linear(r, base.out_features, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.base_layer(x) + self.lora_B(self.lora_A(x))
+
+
+X = torch.randn(2, 16)
+
+
+def test_eager_export_and_compile_of_one_model_are_identical() -> None:
+    net = Net().eval()
+    assert tv.diff(net, torch.export.export(net, (X,)), input_data=X).identical
+    assert tv.diff(net, torch.compile(net, backend="eager"), input_data=X).identical
+
+
+def test_a_lora_wrapped_linear_is_one_wrap_and_the_adapters_added() -> None:
+    tuned = Net()
+    tuned.fc1 = LoRA(tuned.fc1)  # type: ignore[assignment]
+    d = tv.diff(Net(), tuned, input_data=X)
+    assert edits(d) == expect(added=["fc1.lora_A", "fc1.lora_B"], changed={"fc1": ["wrap"]})
+    assert d.lines()[0] == "fc1: wrapped in LoRA (as base_layer)"
+    back = tv.diff(tuned, Net(), input_data=X)  # and unwrapped the other way
+    assert edits(back) == expect(removed=["fc1.lora_A", "fc1.lora_B"], changed={"fc1": ["wrap"]})
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_quantized_linear_differs_by_the_module_of_its_class() -> None:
+    q = torch.ao.quantization.quantize_dynamic(Net().eval(), {nn.Linear}, dtype=torch.qint8)
+    d = tv.diff(Net().eval(), q, input_data=X, device="cpu")
+    assert edits(d) == expect(changed={p: ["class", "ops", "params"] for p in ("fc1", "fc2")})
+    assert d.changed[0].differences[0].detail.startswith("Linear (torch.nn.modules.linear) -> Linear (torch.ao.nn.")

@@ -29,6 +29,8 @@ class Call:
     id: int
     path: str  # the call name: path, with ``.method`` for a method call
     cls: str
+    #: the module defining the class (``torch.ao.nn.quantized.dynamic.modules.linear``)
+    mod: str
     #: the name relative to the enclosing call (``0.attn`` under ``layers``), with the call index
     key: tuple[str, int]
     parent: int | None
@@ -94,7 +96,7 @@ class Tree:
             if type(n) is ModuleNode:
                 parent = self.calls.get(n.parent) if n.parent is not None else None
                 rel = _relative(n.call_name, parent.path if parent is not None else None)
-                call = Call(n.id, n.call_name, n.cls_name, (rel, n.call_index), n.parent, metas(pred[n.id]))
+                call = Call(n.id, n.call_name, n.cls_name, n.cls_module, (rel, n.call_index), n.parent, metas(pred[n.id]))
                 call.outs = metas(succ[n.id])
                 self.calls[n.id] = call
                 if parent is not None:

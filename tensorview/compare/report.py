@@ -114,7 +114,8 @@ class GraphDiff:
         for a, b in self.renamed:
             items.append((self._rename_order.get((a, b), 0), "renamed ", f"{_shown(a)} -> {_shown(b)}", ""))
         for c in self.changed:
-            items.append((c.order, "", _shown(c.a), "; ".join(f"{d.kind} {d.detail}" for d in c.differences)))
+            phrase = "; ".join(d.detail if d.kind == "wrap" else f"{d.kind} {d.detail}" for d in c.differences)
+            items.append((c.order, "", _shown(c.a), phrase))
         items.sort(key=lambda x: x[0])
         return fold((p, s, ph) for _, p, s, ph in items)
 

@@ -103,6 +103,9 @@ def _differences(
     out: list[Difference] = []
     if "class" not in skip and a.cls != b.cls:
         out.append(Difference("class", f"{a.cls} -> {b.cls}"))
+    elif "class" not in skip and a.mod != b.mod and "torch" in (a.mod.split(".")[0], b.mod.split(".")[0]):
+        # a torch class is known by its module too: torch.nn's Linear is not the quantized one
+        out.append(Difference("class", f"{a.cls} ({a.mod}) -> {b.cls} ({b.mod})"))
     for what, x, y in (("inputs", a.ins, b.ins), ("outputs", a.outs, b.outs)):
         if "shape" not in skip and _shapes(x) != _shapes(y):
             out.append(
