@@ -96,7 +96,9 @@ class Tree:
             if type(n) is ModuleNode:
                 parent = self.calls.get(n.parent) if n.parent is not None else None
                 rel = _relative(n.call_name, parent.path if parent is not None else None)
-                call = Call(n.id, n.call_name, n.cls_name, n.cls_module, (rel, n.call_index), n.parent, metas(pred[n.id]))
+                call = Call(
+                    n.id, n.call_name, n.cls_name, n.cls_module, (rel, n.call_index), n.parent, metas(pred[n.id])
+                )
                 call.outs = metas(succ[n.id])
                 self.calls[n.id] = call
                 if parent is not None:
