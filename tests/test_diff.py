@@ -240,6 +240,8 @@ SAME: dict[str, tuple[Callable[..., Any], list[tuple[str, str]]]] = {
     "a ComputationGraph": (lambda tmp: tv.draw_graph(Tiny(S), input_data=IDS), []),
     "saved and loaded": (tiny_saved, []),
     "a deep copy in train mode": (lambda tmp: Tiny(S).train(), []),
+    "an IR Graph": (lambda tmp: tv.draw_graph(Tiny(S), input_data=IDS).graph, []),
+    "a layer taken from another instance": (lambda tmp: _spliced(), []),
     "torch.compile": (lambda tmp: torch.compile(Tiny(S), backend="eager"), []),
     "renamed attention": (
         lambda tmp: Tiny(S.but(attn_name="self_attn")),
@@ -254,6 +256,12 @@ SAME: dict[str, tuple[Callable[..., Any], list[tuple[str, str]]]] = {
         [(f"layers.{i}", f"h.{i}") for i in (0, 1)] + [(f"layers.{i}.attn", f"h.{i}.self_attn") for i in (0, 1)],
     ),
 }
+
+
+def _spliced() -> nn.Module:
+    m = Tiny(S)
+    m.layers[1] = Tiny(S.but(reverse_build=True)).layers[0]  # type: ignore[index]
+    return m
 
 
 def _renamed_class(m: nn.Module) -> nn.Module:

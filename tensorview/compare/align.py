@@ -85,6 +85,8 @@ def align_ops(ta: Tree, a: Call, tb: Tree, b: Call) -> list[tuple[int | None, in
     xs, ys = a.ops, b.ops
     names_a = [ta.ops[i].name for i in xs]
     names_b = [tb.ops[i].name for i in ys]
+    if names_a == names_b:
+        return list(zip(xs, ys, strict=True))
     script: list[tuple[int | None, int | None]] = []
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, names_a, names_b, autojunk=False).get_opcodes():
         if tag == "equal":

@@ -57,7 +57,7 @@ def fingerprint(x: Any, *, input_size: Any = None, input_data: Any = None, devic
     g, _ = graph_of(x, input_size=input_size, input_data=input_data, device=device)
     t = Tree(g)
     names = sorted((c.path, c.cls) for c in t.calls.values())
-    return hashlib.sha256(repr((t.root.sig, names)).encode()).hexdigest()[:16]
+    return hashlib.sha256(repr((t.stable_sig(), names)).encode()).hexdigest()[:16]
 
 
 def graph_of(x: Any, *, input_size: Any = None, input_data: Any = None, device: Any = "meta") -> tuple[Graph, str]:

@@ -12,9 +12,11 @@ layer's flow and nowhere above.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..graph import FunctionNode, Graph, ModuleNode, TensorNode
+from ..graph import PARAM_ROLES, FunctionNode, Graph, ModuleNode, TensorNode
 
 #: flow endpoints outside the call's parts
 IN, OUT = -1, -2
@@ -43,7 +45,7 @@ class Call:
     children: list[int] = field(default_factory=list)
     ops: list[int] = field(default_factory=list)
     flow: set[tuple[int, int]] = field(default_factory=set)
-    sig: str = ""
+    sig: int = 0
 
 
 @dataclass(slots=True, eq=False)
@@ -84,12 +86,8 @@ class Tree:
         succ, pred = g.adjacency()
 
         def metas(ids: list[int]) -> tuple[Meta, ...]:
-            out = []
-            for i in ids:
-                t = nodes[i]
-                if type(t) is TensorNode and not t.is_param:
-                    out.append((tuple(t.shape), t.dtype))
-            return tuple(out)
+            ts = [nodes[i] for i in ids]
+            return tuple((t.shape, t.dtype) for t in ts if type(t) is TensorNode and t.role not in PARAM_ROLES)
 
         owned: dict[str, dict[str, Meta]] = {}
         for n in nodes:
@@ -121,18 +119,28 @@ class Tree:
         """Each call's flow among its parts, in one pass over the edges into parts."""
         nodes = g.nodes
         calls = self.calls
+        succ, pred = g.adjacency()
+        ends = {c.id: _end(nodes[c.id]) for c in calls.values()}
 
-        def part_of(node_id: int | None, call: Call) -> int:
+        def part_of(node_id: int | None, call: int) -> int:
             """The part of ``call`` holding ``node_id`` (IN when outside the call)."""
-            m = g.nodes[call.id]
-            if node_id is None or not isinstance(m, ModuleNode) or not m.contains(node_id):
+            if node_id is None or not call < node_id < ends[call]:
                 return IN
             n = nodes[node_id]
-            while n.parent != call.id:
+            while n.parent != call:
                 if n.parent is None:
                     return IN
                 n = nodes[n.parent]
             return n.id
+
+        def producer(t: int) -> int | None:  # Graph.producer, on the shared lists
+            best: int | None = None
+            for p in pred[t]:
+                if type(nodes[p]) is FunctionNode:
+                    return p
+                if best is None or p > best:
+                    best = p
+            return best
 
         positions = {c.id: self.pos(c) for c in calls.values()}
         for unit in (*self.ops, *calls):
@@ -141,25 +149,45 @@ class Tree:
             if owner is None:
                 continue
             pos = positions[owner.id]
-            for t in g.input_tensors(unit):
-                if g.tensor(t).is_param:
+            flow = owner.flow
+            here = pos[unit]
+            for t in pred[unit]:
+                n = nodes[t]
+                if type(n) is not TensorNode or n.is_param:
                     continue
-                src = part_of(g.producer(t), owner)
-                owner.flow.add((pos.get(src, IN), pos[unit]))
+                flow.add((pos.get(part_of(producer(t), owner.id), IN), here))
         for call in calls.values():
             pos = positions[call.id]
-            for t in g.output_tensors(call.id):
-                src = part_of(_inner(g, t, call.id), call)
-                call.flow.add((pos.get(src, IN), OUT))
+            for t in succ[call.id]:
+                if type(nodes[t]) is TensorNode:
+                    src = part_of(_inner(g, t, call.id), call.id)
+                    call.flow.add((pos.get(src, IN), OUT))
 
     def _signatures(self) -> None:
-        """Bottom-up hashes of each call's structure (no names, no devices)."""
+        """Bottom-up hashes of each call's structure (no names, no devices), for matching
+        within this process (``stable_sig`` is the one that is the same in every run)."""
         for cid in sorted(self.calls, reverse=True):  # children have larger ids
             c = self.calls[cid]
-            ops = [(o.name, o.ins, o.outs) for o in (self.ops[i] for i in c.ops)]
-            parts = [self.calls[p].sig if p in self.calls else ops[c.ops.index(p)][0] for p in c.parts]
-            text = repr((c.cls, c.ins, c.outs, sorted(c.params.values()), ops, parts, sorted(c.flow)))
-            c.sig = hashlib.sha256(text.encode()).hexdigest()[:32]
+            c.sig = hash(self._structure(c, lambda child: child.sig))
+
+    def _structure(self, c: Call, sig_of: Callable[[Call], Hashable]) -> tuple[Hashable, ...]:
+        ops = tuple((o.name, o.ins, o.outs) for o in (self.ops[i] for i in c.ops))
+        names = {o: self.ops[o].name for o in c.ops}
+        parts = tuple(sig_of(self.calls[p]) if p in self.calls else names[p] for p in c.parts)
+        return (c.cls, c.ins, c.outs, tuple(sorted(c.params.values(), key=repr)), ops, parts, tuple(sorted(c.flow)))
+
+    def stable_sig(self) -> str:
+        """A hash of the root's structure that is the same in every run and on every machine."""
+        digests: dict[int, str] = {}
+        for cid in sorted(self.calls, reverse=True):
+            c = self.calls[cid]
+            text = repr(self._structure(c, lambda child: digests[child.id]))
+            digests[cid] = hashlib.sha256(text.encode()).hexdigest()[:32]
+        return digests[self.root.id]
+
+
+def _end(n: Any) -> int:
+    return n.end if isinstance(n, ModuleNode) and n.end >= 0 else 1 << 62
 
 
 def _relative(path: str, parent: str | None) -> str:

@@ -25,6 +25,13 @@ def compare(ta: Tree, tb: Tree, level: str, ignore: Sequence[str]) -> GraphDiff:
     d.matched[ta.root.id] = tb.root.id
     while queue:
         a, b = queue.pop()
+        if a.sig == b.sig and len(a.children) == len(b.children):
+            # the same structure all the way down: only names can differ
+            pairs = list(zip(a.children, b.children, strict=True))
+            _renames(d, ta, tb, pairs, skip)
+            d.matched.update(pairs)
+            queue.extend((ta.calls[x], tb.calls[y]) for x, y in reversed(pairs))
+            continue
         wrap = _wrap(ta, a, tb, b)
         if wrap is not None:
             queue.append(_record_wrap(d, ta, a, tb, b, *wrap))
@@ -40,12 +47,7 @@ def compare(ta: Tree, tb: Tree, level: str, ignore: Sequence[str]) -> GraphDiff:
         for y in b.children:
             if y not in paired_b:
                 d.added_calls.append(_edit(tb, tb.calls[y], a, after=_order_in_a(a, y, pairs)))
-        if "names" not in skip:
-            for x, y in pairs:
-                cx, cy = ta.calls[x], tb.calls[y]
-                if cx.key[0] != cy.key[0]:
-                    d.renamed.append((cx.path, cy.path))
-                    d._rename_order[(cx.path, cy.path)] = x
+        _renames(d, ta, tb, pairs, skip)
         diffs = _differences(ta, a, tb, b, pairs, level, skip)
         if diffs:
             d.changed.append(Change(a.path, b.path, a.cls, tuple(diffs), a.id, (a.id, b.id)))
@@ -55,6 +57,16 @@ def compare(ta: Tree, tb: Tree, level: str, ignore: Sequence[str]) -> GraphDiff:
     d.changed.sort(key=lambda c: c.order)
     d.renamed.sort(key=lambda r: d._rename_order[r])
     return d
+
+
+def _renames(d: GraphDiff, ta: Tree, tb: Tree, pairs: list[tuple[int, int]], skip: set[str]) -> None:
+    if "names" in skip:
+        return
+    for x, y in pairs:
+        cx, cy = ta.calls[x], tb.calls[y]
+        if cx.key[0] != cy.key[0]:
+            d.renamed.append((cx.path, cy.path))
+            d._rename_order[(cx.path, cy.path)] = x
 
 
 def _wrap(ta: Tree, a: Call, tb: Tree, b: Call) -> tuple[str, Call] | None:
