@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
+from torch import nn
 
 import tensorview as tv
 from tensorview.cli import main
@@ -72,7 +74,7 @@ def test_saved_graphs_are_targets_and_ignore_applies(capsys: pytest.CaptureFixtu
         (["diff", "x.json", "y.json"], "no such graph JSON: 'x.json'"),
         (["diff", "a.json", "a.json", "--ignore", "dtypes"], "--ignore: unknown kind 'dtypes' (allowed: class,"),
         (["diff", "a.json", "a.json", "--level", "layer"], "invalid choice: 'layer'"),
-        (["diff", "a.json", "a.json", "-o", "d.html"], "-o 'd.html': the diff is written as .json, .txt"),
+        (["diff", "a.json", "a.json", "-o", "d.bmp"], "-o 'd.bmp': the diff is written as .json, .txt"),
     ],
 )
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
@@ -130,3 +132,61 @@ def test_model_names_are_escaped_in_the_picture() -> None:
     d.trees[0].name = 'evil" -> x [label="pwned'  # type: ignore[index]
     dot = source(d)
     assert 'label="a: evil\\" -> x [label=\\"pwned"' in dot
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz's dot program")
+def test_the_html_page_lists_each_difference_with_its_calls(tmp_path: Path) -> None:
+    d = picture_diff()
+    text = Path(d.save(tmp_path / "d.html")).read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<svg" in text and "<?xml" not in text
+    items = re.findall(r'<li data-nodes="([^"]*)"><span class="k">(\w+)</span> ([^<]*)</li>', text)
+    import html as html_module
+
+    got = [(kind, body, json.loads(html_module.unescape(nodes))) for nodes, kind, body in items]
+    assert ("removed", "layers.0.drop (Dropout)", ["a:layers_0_drop"]) in got
+    assert ("added", "layers.1.attn.q_norm (LayerNorm)", ["b:layers_1_attn_q_norm"]) in got
+    assert ("class", "layers.0.mlp.act: GELU -&gt; SiLU", ["a:layers_0_mlp_act", "b:layers_0_mlp_act"]) in got
+    titles = set(re.findall(r"<title>([^<]*)</title>", text))
+    assert {"a:layers_0_drop", "b:layers_1_attn_q_norm", "a:layers_0_mlp_act"} <= titles
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz's dot program")
+def test_the_html_page_escapes_model_names(tmp_path: Path) -> None:
+    class Evil(nn.Module):
+        def __init__(self, act: type[nn.Module]) -> None:
+            super().__init__()
+            self.add_module("</script><b>x", act())
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return getattr(self, "</script><b>x")(x)
+
+    d = tv.diff(Evil(nn.ReLU), Evil(nn.GELU), input_size=(1, 4))
+    text = Path(d.save(tmp_path / "e.html")).read_text()
+    assert "</script><b>" not in text and "&lt;/script&gt;&lt;b&gt;x" in text
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz's dot program")
+def test_the_html_page_outlines_the_calls_of_the_chosen_difference(tmp_path: Path) -> None:
+    from .browser import Browser, why_no_browser
+
+    if why_no_browser():
+        pytest.skip(str(why_no_browser()))
+    path = picture_diff().save(tmp_path / "d.html")
+    b = Browser()
+    try:
+        b.driver.get(Path(path).resolve().as_uri())
+        outlined = "return [...document.querySelectorAll('g.hit title')].map(t => t.textContent).sort()"
+        texts = b.js("return [...document.querySelectorAll('#list li')].map(li => li.textContent)")
+        b.js("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'n'}))")
+        first = b.js(outlined)
+        b.js(
+            "document.querySelectorAll('#list li')[arguments[0]].click()",
+            texts.index("added layers.1.attn.q_norm (LayerNorm)"),
+        )
+        added = b.js(outlined)
+        errors = [e for e in b.console() if e.get("level") == "SEVERE"]
+    finally:
+        b.quit()
+    assert texts[0] == "class layers.0.mlp.act: GELU -> SiLU"
+    assert first == ["a:layers_0_mlp_act", "b:layers_0_mlp_act"]
+    assert added == ["b:layers_1_attn_q_norm"] and not errors

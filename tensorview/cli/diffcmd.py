@@ -3,8 +3,8 @@ people and CI (docs/diff.md).
 
 ``A``/``B`` are any targets of ``draw`` or saved graph JSONs (``tensorview draw ... -o
 x.json``).  ``diff`` prints the report and exits 0 when the two are identical, 1 when they
-differ, 2 on a usage error; ``-o`` also writes it (``.json``, ``.txt``, or a merged
-picture: ``.svg``, ``.gv``, ``.png``, ``.pdf``).  ``fingerprint`` prints a structural hash
+differ, 2 on a usage error; ``-o`` also writes it (``.json``, ``.txt``, ``.html``, or
+the side-by-side picture: ``.svg``, ``.gv``, ``.png``, ``.pdf``).  ``fingerprint`` prints a structural hash
 that is the same for the same architecture on any run, machine and device.
 """
 
@@ -42,7 +42,9 @@ def add_parsers(commands: Any, add_target_options: Any, add_general_options: Any
     g.add_argument(
         "--ignore", metavar="KIND,...", default="", help=f"kinds of differences to leave out: {', '.join(KINDS)}"
     )
-    g.add_argument("-o", "--output", metavar="PATH", help="also write the diff: .json, .txt, .svg, .gv, .png, .pdf")
+    g.add_argument(
+        "-o", "--output", metavar="PATH", help="also write the diff: .json, .txt, .html, .svg, .gv, .png, .pdf"
+    )
     g.add_argument("--depth", type=int, default=None, help="deepest module level drawn in a picture")
     add_general_options(p)
     f = commands.add_parser("fingerprint", help="print a structural hash of the architecture (same model, same hash)")
@@ -101,5 +103,5 @@ def run_fingerprint(ns: argparse.Namespace, progress: Progress) -> int:
 
 def _check_output(path: str) -> None:
     ext = os.path.splitext(path)[1].lstrip(".").lower()
-    if ext not in ("json", "txt", "svg", "gv", "dot", "png", "pdf"):
-        raise UsageError(f"-o {path!r}: the diff is written as .json, .txt, .svg, .gv, .png or .pdf")
+    if ext not in ("json", "txt", "html", "svg", "gv", "dot", "png", "pdf"):
+        raise UsageError(f"-o {path!r}: the diff is written as .json, .txt, .html, .svg, .gv, .png or .pdf")

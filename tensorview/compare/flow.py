@@ -14,6 +14,8 @@ from .report import Difference
 
 #: calls with more own ops than this keep difflib's op pairing (no search for a better one)
 MAX_OPS = 200
+#: pairings tried per call at most (each costs one flow comparison)
+MAX_TRIES = 500
 
 
 def best_op_pairs(
@@ -22,7 +24,8 @@ def best_op_pairs(
     """Ops of one name that were added or removed leave a choice: which of a's two ``add``s
     is b's one ``add``?  Take the pairing that leaves the fewest unexplained flow edges
     (a removed residual is the ``add`` whose inputs are gone, not the first one): moves of
-    one pair at a time while one helps (calls of up to ``MAX_OPS`` ops)."""
+    one pair at a time while one helps (calls of up to ``MAX_OPS`` ops, ``MAX_TRIES``
+    pairings tried)."""
     if len(a.ops) + len(b.ops) > MAX_OPS or (len(ops) == len(a.ops) == len(b.ops)):
         return ops
 
@@ -30,8 +33,10 @@ def best_op_pairs(
         return len(flow_differences(ta, a, tb, b, {**calls, **m}, moved))
 
     best, best_cost = ops, cost(ops)
-    while best_cost:
-        for m in _neighbours(ta, a, tb, b, best):
+    tries = 0
+    while best_cost and tries < MAX_TRIES:
+        for m in _neighbours(ta, a, tb, b, best)[: MAX_TRIES - tries]:
+            tries += 1
             c = cost(m)
             if c < best_cost:
                 best, best_cost = m, c

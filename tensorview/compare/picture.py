@@ -134,10 +134,16 @@ def save(d: GraphDiff, path: str | os.PathLike[str], *, depth: int | None = None
         text = d.to_json() + "\n"
     elif ext == "txt":
         text = str(d) + "\n"
+    elif ext == "html":
+        from .page import page
+
+        text = page(d, depth)
     elif ext in PICTURES:
         return render_digraph(source(d, depth), path, ext)
     else:
-        raise InvalidInputError(f"cannot save a diff as {path!r}: use .json, .txt or a picture ({', '.join(PICTURES)})")
+        raise InvalidInputError(
+            f"cannot save a diff as {path!r}: use .json, .txt, .html or a picture ({', '.join(PICTURES)})"
+        )
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return path

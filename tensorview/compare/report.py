@@ -171,9 +171,10 @@ class GraphDiff:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
     def save(self, path: str, *, depth: int | None = None) -> str:
-        """Write the diff to ``path``: ``.json`` (``to_json``), ``.txt`` (the report), or a
-        merged picture (``.svg``, ``.gv``, ``.png``, ``.pdf``: picture.py) of graph b with
-        a's removed calls, added calls green, removed red, changed amber."""
+        """Write the diff to ``path``: ``.json`` (``to_json``), ``.txt`` (the report),
+        ``.html`` (the picture and the list of differences to step through: page.py), or
+        the picture of both graphs side by side (``.svg``, ``.gv``, ``.png``, ``.pdf``:
+        picture.py), added calls green, removed red, changed amber."""
         from .picture import save
 
         return save(self, path, depth=depth)
