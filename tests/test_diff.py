@@ -17,6 +17,7 @@ from torch import nn
 import tensorview as tv
 from tensorview.compare import GraphDiff, fingerprint
 
+from .fixtures import needs
 from .fixtures.diff_models import IDS, Spec, Stack, Tiny
 
 S = Spec()
@@ -132,7 +133,7 @@ TOKENS = {"input_ids": torch.ones(1, 8, dtype=torch.long), "use_cache": False}
 
 
 def llama(**changes: Any) -> nn.Module:
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason=needs.TRANSFORMERS)
     torch.manual_seed(0)
     return transformers.LlamaForCausalLM(transformers.LlamaConfig(**{**TINY_LLAMA, **changes})).eval()
 
@@ -144,7 +145,7 @@ def one_act_swapped() -> nn.Module:
 
 
 def one_mlp_wider() -> nn.Module:
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason=needs.TRANSFORMERS)
     m = llama()
     cfg = transformers.LlamaConfig(**{**TINY_LLAMA, "intermediate_size": 96})
     m.model.layers[0].mlp = type(m.model.layers[0].mlp)(cfg)
@@ -292,7 +293,7 @@ HF_SAME = {
 
 
 def hf_model(name: str, seed: int = 0) -> nn.Module:
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason=needs.TRANSFORMERS)
     cls, cfg, kwargs = HF_SAME[name]
     torch.manual_seed(seed)
     return getattr(transformers, cls)(getattr(transformers, cfg)(**kwargs)).eval()

@@ -18,6 +18,7 @@ import tensorview as tv
 from tensorview.cli import main
 from tensorview.compare.picture import ADDED, CHANGED, REMOVED, source
 
+from .fixtures import needs
 from .fixtures.diff_models import IDS, Spec, Tiny
 
 HAS_DOT = shutil.which("dot") is not None
@@ -116,7 +117,7 @@ def test_the_picture_colours_added_removed_and_changed_calls() -> None:
     assert 'subgraph "cluster_a:"' in dot and 'subgraph "cluster_b:"' in dot
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz's dot program")
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_save_writes_svg_json_and_text(tmp_path: Path) -> None:
     d = picture_diff()
     svg = Path(d.save(tmp_path / "d.svg")).read_text()
@@ -134,7 +135,7 @@ def test_model_names_are_escaped_in_the_picture() -> None:
     assert 'label="a: evil\\" -> x [label=\\"pwned"' in dot
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz's dot program")
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_the_html_page_lists_each_difference_with_its_calls(tmp_path: Path) -> None:
     d = picture_diff()
     text = Path(d.save(tmp_path / "d.html")).read_text()
@@ -150,7 +151,7 @@ def test_the_html_page_lists_each_difference_with_its_calls(tmp_path: Path) -> N
     assert {"a:layers_0_drop", "b:layers_1_attn_q_norm", "a:layers_0_mlp_act"} <= titles
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz's dot program")
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_the_html_page_escapes_model_names(tmp_path: Path) -> None:
     class Evil(nn.Module):
         def __init__(self, act: type[nn.Module]) -> None:
@@ -165,12 +166,12 @@ def test_the_html_page_escapes_model_names(tmp_path: Path) -> None:
     assert "</script><b>" not in text and "&lt;/script&gt;&lt;b&gt;x" in text
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz's dot program")
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_the_html_page_outlines_the_calls_of_the_chosen_difference(tmp_path: Path) -> None:
     from .browser import Browser, why_no_browser
 
-    if why_no_browser():
-        pytest.skip(str(why_no_browser()))
+    if why_no_browser() is not None:
+        pytest.skip(f"no browser: {why_no_browser()}")
     path = picture_diff().save(tmp_path / "d.html")
     b = Browser()
     try:
