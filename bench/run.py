@@ -146,7 +146,7 @@ def run_case(case: Case, repeats: int | None) -> dict[str, Any]:
         row["tv_draw"] = f"failed: {type(e).__name__}: {e}"[:80]
         source = None
     try:
-        row["tv_summary"] = median_time(lambda: summary(model, input_data=inputs, device=device), n)
+        row["tv_summary"] = median_time(lambda: summary(model, input_data=inputs, device=device, verbose=0), n)
     except Exception as e:  # report, do not hide
         row["tv_summary"] = f"failed: {type(e).__name__}: {e}"[:80]
     row["torchview"] = torchview_time(model, inputs, device, n)

@@ -21,8 +21,10 @@ True
 
 from . import taps
 from ._version import __version__ as __version__
-from .api import Recorder, draw_graph, make_dot, record, render_network, summary
+from .api import Recorder, draw_graph, summary
 from .compare import GraphDiff, diff
+from .cost.memreport import MemoryReport
+from .cost.step import memory
 from .drawing import ComputationGraph
 from .errors import (
     GraphLintError,
@@ -35,6 +37,7 @@ from .errors import (
 from .graph import FunctionNode, Graph, ModuleNode, TensorNode, ViewOptions
 from .recording import RecorderTensor
 from .render import GraphvizStyler, Renderer, RenderOptions
+from .torchrecorder import make_dot, record, render_network
 
 __all__ = [
     "ComputationGraph",
@@ -45,6 +48,7 @@ __all__ = [
     "GraphvizStyler",
     "InvalidInputError",
     "InvalidTypeError",
+    "MemoryReport",
     "ModuleNode",
     "Recorder",
     "RecorderTensor",
@@ -58,6 +62,7 @@ __all__ = [
     "diff",
     "draw_graph",
     "make_dot",
+    "memory",
     "record",
     "render_network",
     "summary",

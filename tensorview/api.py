@@ -4,32 +4,30 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-import graphviz
 import torch
 from torch import nn
 
 from .compat.attributes import AttributesProbe
 from .compat.graph_api import TorchviewExtras
 from .compat.options import check_flag, check_mode, input_slots, save_files
-from .cost.layers import STATS, ActivationBytes, check_stats
+from .cost.layers import ActivationBytes, check_stats
 from .cost.probe import CostProbe
-from .cost.summary import TRAIN_MODE_HINT, Summary, check_options
+from .cost.run import summarize
+from .cost.summary import Summary
 from .drawing import ComputationGraph
-from .errors import InvalidInputError, InvalidTypeError, RecordingError, add_hint
-from .graph import Graph, ViewOptions, ir_of
+from .errors import InvalidTypeError, shown
+from .graph import Graph, ViewOptions
 from .importers import import_program, is_program, program_inputs
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
 from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, dtypes_hint, make_inputs, to_device
+from .recording.modes import caller_modes_hidden
 from .recording.placement import as_device, model_device, placed
-from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph, styler_for
-from .render.style import styler_class
-from .transform import build_view
+from .render import RenderOptions, styler_for
 
 
 class Recorder(BaseRecorder[ComputationGraph]):
@@ -62,17 +60,13 @@ class Recorder(BaseRecorder[ComputationGraph]):
         super().__init__(model, device=device, meta_replay=meta_replay, probes=probes, keep_parameters=keep_parameters)
         for name, value, cls in (("options", options, ViewOptions), ("render_options", render_options, RenderOptions)):
             if value is not None and not isinstance(value, cls):
-                raise InvalidTypeError(f"{name} must be a {cls.__name__} or None, got {value!r:.80}")
+                raise InvalidTypeError(f"{name} must be a {cls.__name__} or None, got {shown(value)}")
         self.options = options
         self.render_options = render_options
 
     def _result(self, graph: Graph) -> ComputationGraph:
         cost = next((p.record for p in self.probes if isinstance(p, CostProbe)), None)
         return ComputationGraph(graph, self.options, self.render_options, cost=cost)
-
-    def __enter__(self) -> Recorder:
-        super().__enter__()
-        return self
 
 
 def draw_graph(
@@ -116,20 +110,26 @@ def draw_graph(
     ``InvalidInputError`` unless ``forward`` declares it).  Tensors are moved to ``device``
     (default: the model's).  ``device="meta"`` records models of any size without memory
     (a meta copy runs; the caller's model is never moved or modified); ``device="fake"``
-    records with ``FakeTensorMode`` where the forward needs values meta lacks (``nonzero``,
-    ``.item()``: symbolic sizes such as ``u0``).  ``mode`` is ``"eval"`` (``None``),
+    records with ``FakeTensorMode`` (no memory either) where the forward needs values meta
+    lacks: ``nonzero`` and masks get symbolic sizes (``u0``), ``.item()`` a symbolic
+    number, and Hugging Face mask helpers take their tracing path.  ``mode`` is ``"eval"`` (``None``),
     ``"train"`` or ``"same"``; a mode other than the model's runs on a copy of the module
     tree sharing the parameters, so the caller's flags and buffers never change.
     ``strict``: tensorview always draws one edge per pair (``×2`` on it), torchview's
     ``strict=True`` picture; ``collect_attributes``: node objects get ``attributes``.
     ``save_graph`` writes ``<directory>/<filename>`` (DOT, default ``<graph_name>.gv``) and
     ``<filename>.png``.  Beyond torchview: ``show_params``, ``fold``/``open_folds``
-    (repeated blocks as one ``×N`` box), ``style`` (``"paper"``, ``"dark"``, ``"default"``),
-    ``stats=("params", "flops")`` (costs on the nodes, ``tensorview.cost.STATS``) and
-    ``source`` (record the line of your code behind each op, recording/source.py).  Change
-    the view later with ``graph.view(...)``.  An ``ExportedProgram`` or ``fx.GraphModule``
-    is drawn from its graph (inputs optional, checked against its specs; docs/recording.md);
-    a GraphModule calling leaf modules is recorded when given inputs.
+    (repeated blocks as one ``×N`` box), ``style`` (a named look: ``"paper"`` for figures,
+    serif, grayscale-safe, thin lines; ``"dark"`` for dark notebooks; ``"default"``),
+    ``stats=("params", "flops")`` (``tensorview.cost.STATS``: costs recorded with grad
+    enabled and shown on the nodes) and ``source`` (record where in your code each op and
+    module call was made: the annotation layer ``"source"``, ``"file.py:123"``, shown by
+    the HTML viewer; a few microseconds per op, recording/source.py).  Change the view
+    later with ``graph.view(...)``.
+
+    A ``torch.export.ExportedProgram`` or a ``torch.fx.GraphModule`` is drawn from its
+    graph, nothing runs: inputs are optional, checked against its input specs (see
+    docs/recording.md); a GraphModule calling leaf modules is recorded when given inputs.
     """
     input_size, input_data = input_slots(input_data, input_size)
     mode, graph_dir = check_mode(mode), "TB" if graph_dir is None else graph_dir
@@ -142,8 +142,9 @@ def draw_graph(
     styler = styler_for(style) if style is not None else None
     if forward_kwargs:
         check_forward_kwargs(model, forward_kwargs, _OPTION_NAMES)
-    if not isinstance(source, bool):
-        raise InvalidTypeError(f"source must be True or False, got {source!r:.80}")
+    for flag, value in (("source", source), ("save_graph", save_graph)):
+        if not isinstance(value, bool):
+            raise InvalidTypeError(f"{flag} must be True or False, got {shown(value)}")
     options = ViewOptions(
         depth=depth,  # type: ignore[arg-type]  # a float is rounded down, inf kept as DEPTH_ALL
         expand_nested=expand_nested,
@@ -190,9 +191,6 @@ def _record(
     input_size, input_data, dtypes, forward_kwargs = inputs
     fake = is_fake(device)
     dev = None if fake else as_device(device)
-    target = dev if dev is not None else model_device(model)
-    args, kwargs = make_inputs(input_size, input_data, dtypes, target)
-    kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
     probes: list[Probe] = [CostProbe(stats)] if stats else []
     probes.extend(more_probes)
     if source:
@@ -200,6 +198,11 @@ def _record(
     # Ctrl-C waits while tensorview sets up and tears down, never in the forward (interrupts.py)
     with interrupts.deferred(interrupts.caller_frame()), contextlib.ExitStack() as stack:
         stack.enter_context(dtypes_hint(input_size, input_data, dtypes))  # nn.Embedding given floats
+        stack.enter_context(caller_modes_hidden())  # the caller's modes see the forward only
+        stack.callback(torch.set_grad_enabled, torch.is_grad_enabled())  # also if torch's own guard is cut short
+        target = dev if dev is not None else model_device(model)
+        args, kwargs = make_inputs(input_size, input_data, dtypes, target)
+        kwargs.update({k: to_device(v, target, f"forward keyword argument {k!r}") for k, v in forward_kwargs.items()})
         if fake:  # FakeTensorMode: sizes that depend on values become symbols (recording/fake.py)
             runnable, to_fake = stack.enter_context(fake_placed(model, mode))
             args, kwargs = to_fake((args, kwargs))
@@ -224,76 +227,27 @@ def summary(
     model: nn.Module,
     input_size: Any = None,
     input_data: Any = None,
-    *,
-    dtypes: Any = None,
-    device: Any = "meta",
-    mode: str = "train",
+    batch_dim: int | None = None,
+    cache_forward_pass: bool | None = None,
+    col_names: Sequence[str] | None = None,
+    col_width: int | None = None,
     depth: int | None = 3,
+    device: Any = "auto",
+    dtypes: Any = None,
+    mode: str = "train",
+    row_settings: Sequence[str] | None = None,
+    verbose: int | None = None,
+    *,
     optimizer: str | int = "adam",
     state_dtype: Any = None,
+    fold: bool = True,
     **forward_kwargs: Any,
 ) -> Summary:
-    """Parameters, FLOPs and memory of ``model`` per module call and in total (``print(s)``):
-    one forward with grad enabled, inputs as for ``draw_graph``, on a copy where anything
-    could change; ``optimizer``/``state_dtype``: the training memory.  docs/cost-model.md."""
+    """Parameters, FLOPs and memory of ``model`` per module call and in total: one forward
+    (grad on, inputs as for ``draw_graph``, on a copy), or without inputs the parameter
+    table; torchinfo's arguments and meanings.  docs/cost-model.md, migrating-torchinfo.md."""
     check_model(model, "summary")
     check_forward_kwargs(model, forward_kwargs, _option_names(summary))
-    check_options(depth, optimizer, state_dtype)
-    try:
-        graph = _record(model, (input_size, input_data, dtypes, forward_kwargs), device, mode, STATS, False)
-    except RecordingError as e:
-        if mode == "train" and not model.training and not e.hint:  # failed in a mode not asked for
-            add_hint(e, TRAIN_MODE_HINT)
-        raise
-    return Summary(graph, graph.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
-
-
-def record(
-    model: nn.Module, name: str = "model", input_shapes: Any = None, input_data: Any = None, **options: Any
-) -> ComputationGraph:
-    """Record ``model`` without rendering (torchrecorder's ``record``); returns the graph.
-
-    ``input_shapes`` is a shape or a list of shapes; ``input_data`` real inputs.
-    Extra keyword arguments are view options (``depth``, ``show_params``...)."""
-    options.setdefault("depth", 256)
-    return draw_graph(model, input_data=input_data, input_size=input_shapes, graph_name=name, **options)
-
-
-def make_dot(
-    graph: ComputationGraph | Graph,
-    render_depth: int = 256,
-    styler_cls: type[GraphvizStyler] | None = None,
-    **styler_args: Any,
-) -> graphviz.Digraph:
-    """A ``graphviz.Digraph`` of a recorded graph (a ``ComputationGraph`` or an IR
-    ``Graph``), opened down to ``render_depth`` (the view depth) with a dashed box around
-    each opened module, styled by ``styler_cls(**styler_args)`` (torchrecorder)."""
-    ir = ir_of(graph, "make_dot")
-    styler_cls = styler_class(styler_cls)
-    base = graph.options if isinstance(graph, ComputationGraph) else ViewOptions()
-    render_options = graph.render_options if isinstance(graph, ComputationGraph) else RenderOptions()
-    options = base.replace(depth=render_depth, expand_nested=True)
-    styler = (styler_cls or GraphvizStyler)(**styler_args)
-    return DotRenderer(styler).digraph(build_view(ir, options), render_options)
-
-
-def render_network(
-    model: nn.Module,
-    name: str,
-    input_shapes: Any,
-    directory: str,
-    filename: str | None = None,
-    fmt: str = "svg",
-    input_data: Any = None,
-    render_depth: int = 1,
-    **styler_args: Any,
-) -> str:
-    """One call from model to image file (torchrecorder's ``render_network``); returns the path."""
-    if not isinstance(fmt, str) or not fmt:
-        raise InvalidInputError(f"bad fmt {fmt!r}: expected a format name such as 'svg', 'png', 'pdf'")
-    graph = record(model, name, input_shapes if input_data is None else None, input_data)
-    dot = make_dot(graph, render_depth=render_depth, **styler_args)
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, (filename or name) + "." + fmt)
-    render_digraph(dot, path, fmt)
-    return path
+    inputs = (input_size, input_data, batch_dim, dtypes, forward_kwargs)
+    table = (col_names, col_width, row_settings, verbose, fold)
+    return summarize(_record, model, inputs, table, cache_forward_pass, depth, device, mode, optimizer, state_dtype)

@@ -17,7 +17,7 @@ import graphviz
 from .compat.graph_api import TorchviewAPI, TorchviewExtras
 from .cost.record import CostRecord
 from .cost.summary import Summary
-from .errors import InvalidInputError, InvalidTypeError, RenderError, TensorviewError, choices_error
+from .errors import InvalidInputError, InvalidTypeError, RenderError, TensorviewError, choices_error, shown
 from .graph import (
     VIEW_OPTION_NAMES,
     AnnotationPass,
@@ -140,7 +140,7 @@ class ComputationGraph(TorchviewAPI):
         path = _check_path(path)
         if format is not None and not isinstance(format, str):
             raise InvalidTypeError(
-                f"save format must be a str, one of {list(extensions())!r}, got {type(format).__name__}: {format!r:.80}"
+                f"save format must be a str, one of {list(extensions())!r}, got {type(format).__name__}: {shown(format)}"
             )
         fmt = format_for(format or os.path.splitext(path)[1].lstrip("."))
         data = self.produce(fmt)
@@ -166,14 +166,18 @@ class ComputationGraph(TorchviewAPI):
     def interactive(self, *, height: int = 640, library: bool | None = None) -> Interactive:
         """The interactive viewer, displayed inline by Jupyter (JupyterLab, classic, VS Code):
         open and close modules and folded repeats, search, details.  ``height`` in pixels;
-        ``library``: put the viewer's scripts into this output (default: only into the
-        first viewer output of the process, as the page keeps them)."""
+        Jupyter shows two outputs: the picture (for notebooks where no script runs:
+        untrusted, GitHub, sanitised HTML) and the viewer, which hides the picture where
+        it starts.  Each viewer output carries the whole viewer (``library=False`` leaves
+        its 0.7 MB library out, for pages where another output has it)."""
         return Interactive(self, height=height, library=library)
 
     def _repr_mimebundle_(
         self, include: Iterable[str] | None = None, exclude: Iterable[str] | None = None
     ) -> dict[str, str]:
-        """The first displayable format that can be produced, and always ``text/plain``."""
+        """The picture: every displayable picture format that can be made (SVG scaled to
+        the output's width, PNG for untrusted notebooks and GitHub); where none can (no
+        Graphviz), the first other displayable format (the viewer).  Always ``text/plain``."""
         wanted = set(include) if include is not None else None
         excluded = set(exclude or ())
         bundle: dict[str, str] = {}
@@ -181,13 +185,17 @@ class ComputationGraph(TorchviewAPI):
         for fmt in formats():
             if not fmt.display or fmt.mime in excluded or (wanted is not None and fmt.mime not in wanted):
                 continue
+            if bundle and not fmt.picture:
+                break
             try:
                 data = fmt.inline(self) if fmt.inline is not None else self.produce(fmt)
             except RenderError as e:
-                text += f"\n(no drawing: {e})"
+                note = f"\n(no picture: {e})"
+                text += "" if note in text else note
                 continue
             bundle[fmt.mime] = data.decode("utf-8") if isinstance(data, bytes) else data
-            break
+            if not fmt.picture:
+                break
         if (wanted is None or "text/plain" in wanted) and "text/plain" not in excluded:
             bundle["text/plain"] = text
         return bundle
@@ -205,9 +213,9 @@ class ComputationGraph(TorchviewAPI):
         if g.error:
             lines.append(f"  error: {printable(g.error)}")
         lines.extend(f"  warning: {printable(w)}" for w in g.warnings)
-        for shown, m in enumerate(g.modules()):
-            if shown == REPR_MODULES:
-                lines.append(f"  … {counts['module'] - shown} more module calls")
+        for listed, m in enumerate(g.modules()):
+            if listed == REPR_MODULES:
+                lines.append(f"  … {counts['module'] - listed} more module calls")
                 break
             lines.append(_module_line(g, m))
         return "\n".join(lines)
@@ -253,7 +261,7 @@ def _check_styler(styler: Any) -> GraphvizStyler | None:
         )
     raise InvalidTypeError(
         f"styler must be a GraphvizStyler instance (e.g. GraphvizStyler(fontname='Helvetica')) or None, "
-        f"got {type(styler).__name__}: {styler!r:.80}"
+        f"got {type(styler).__name__}: {shown(styler)}"
     )
 
 
@@ -267,7 +275,7 @@ def _check_path(path: Any) -> str:
     """A file path as ``str``: ``str``, ``bytes`` (decoded as the OS does) or ``os.PathLike``."""
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise InvalidTypeError(
-            f"save path must be a str or os.PathLike such as 'model.svg', got {type(path).__name__}: {path!r:.80}"
+            f"save path must be a str or os.PathLike such as 'model.svg', got {type(path).__name__}: {shown(path)}"
         )
     return os.fsdecode(path)
 

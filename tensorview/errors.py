@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import pickle
+import re
 import sys
 import types
 from typing import Any
@@ -30,6 +31,16 @@ class InputChoiceError(InvalidInputError, RuntimeError):
 class InputSizeTypeError(InvalidInputError, TypeError):
     """``input_size`` of a type that cannot be a shape (a dict, a str): also a ``TypeError``,
     as torchview raises for these."""
+
+
+class InvalidDeviceError(InvalidInputError, RuntimeError):
+    """A device torch does not know or this machine does not have.  torch (and torchinfo,
+    torchview) raise ``RuntimeError`` for these, so ``except RuntimeError`` catches it too."""
+
+
+class InputConflictError(InvalidInputError, RuntimeError):
+    """Arguments that exclude each other (``input_size`` and ``input_data`` both given):
+    a ``RuntimeError`` too, as torchinfo's."""
 
 
 class RecordingError(TensorviewError, RuntimeError):
@@ -77,6 +88,48 @@ class RenderError(TensorviewError, RuntimeError):
 def choices_error(what: str, value: Any, allowed: Any) -> InvalidInputError:
     """``unknown graph_dir: 'XY' (must be one of ['TB', 'LR', 'BT', 'RL'])``."""
     return InvalidInputError(f"unknown {what}: {value!r} (must be one of {sorted(allowed)!r})")
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, cut at ``limit`` characters; a ``__repr__``
+    that raises never hides the error being reported (the type is named instead).
+
+    >>> class Bad:
+    ...     def __repr__(self): raise RuntimeError("no")
+    >>> shown(Bad()), shown("x" * 100)[-4:]
+    ('<Bad object (its repr raised RuntimeError)>', 'x...')
+    """
+    try:
+        text = repr(value)
+    except Exception as e:  # noqa: BLE001 - whatever the user's __repr__ does
+        return f"<{type(value).__name__} object (its repr raised {type(e).__name__})>"
+    if not isinstance(text, str):
+        return f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit): \S")
+
+
+def cause_first(text: str) -> tuple[str, str]:
+    """A long error text (TorchScript's interpreter, a chained C++ error) as ``(cause,
+    details)``: the innermost ``SomeError: message`` line, repeated type prefixes removed,
+    and the whole text; a short one is its own cause, with no details.
+
+    >>> cause_first("RuntimeError: failed in X.\\nTraceback:\\n  f\\nRuntimeError: RuntimeError: bad device\\n  at: g")
+    ('RuntimeError: bad device', 'RuntimeError: failed in X.\\nTraceback:\\n  f\\nRuntimeError: RuntimeError: bad device\\n  at: g')
+    """
+    lines = text.splitlines()
+    if len(lines) <= 3:
+        return text, ""
+    inner = [line for line in lines[1:] if _ERROR_LINE.match(line)]
+    if not inner:
+        return lines[0], text
+    cause = inner[-1].strip()
+    kind, _, rest = cause.partition(": ")
+    while rest.startswith(kind + ": "):
+        rest = rest[len(kind) + 2 :]
+    return f"{kind}: {rest}", text
 
 
 def describe(exc: BaseException) -> str:
@@ -157,13 +210,18 @@ def _typed(
     if cls is not RecordingError:
         # made by the nearest builtin type, as the original was, then given its fields
         builtin: Any = next(c for c in base.__mro__ if c.__module__ == "builtins")
+        # (MemoryError's own __new__ refuses a class whose first builtin base is another:
+        # then the class's __new__, as calling it would)
         for new_args in (args, (message,), ()):
-            try:
-                err = builtin.__new__(cls, *new_args)
-                builtin.__init__(err, *new_args)
+            for new in (builtin.__new__, cls.__new__):
+                try:
+                    err = new(cls, *new_args)
+                    builtin.__init__(err, *new_args)
+                    break
+                except Exception:  # noqa: BLE001 - the type wants other arguments: try fewer
+                    err = None
+            if err is not None:
                 break
-            except Exception:  # noqa: BLE001 - the type wants other arguments: try fewer
-                err = None
     if err is None:
         return RecordingError(message)
     for name, value in fields.items():

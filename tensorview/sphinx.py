@@ -14,7 +14,9 @@ option of the command is an option of the directive (``:kwargs: width=64``,
 ``:input-size:`` shapes separated by spaces), plus the image options ``:alt:``,
 ``:width:``, ``:height:``, ``:scale:``, ``:align:``, ``:class:`` and ``:caption:``.  File
 targets are relative to the page (``/`` starts at the source folder).  Without
-``:format:`` the builder's first choice among svg, pdf and png is used.
+``:format:`` the builder's first choice among svg, pdf and png is used; ``:format: html``
+embeds the interactive viewer (HTML builders only; ``:height:`` in pixels, default 640).
+Other formats (json, gv) are not figures: an error names the ones allowed.
 
 Drawings are cached under the doctree folder (``<doctreedir>/tensorview``), keyed by a
 hash of the target's source (the model's module file, the config file, or the version of
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import html
 import json
 import os
 import sys
@@ -51,6 +54,8 @@ SKIP = {"help", "output", "quiet", "verbose", "debug"}
 IMAGE_OPTIONS = ("alt", "width", "height", "scale", "align", "class")
 #: formats tried in order when ``:format:`` is not given
 PREFERRED = (("svg", "image/svg+xml"), ("pdf", "application/pdf"), ("png", "image/png"))
+#: what a figure can be: an image, or the interactive viewer embedded in an HTML page
+FIGURE_FORMATS = ("svg", "png", "pdf", "html")
 
 
 def _draw_actions() -> dict[str, argparse.Action]:
@@ -69,13 +74,20 @@ def _draw_actions() -> dict[str, argparse.Action]:
 ACTIONS = _draw_actions()
 
 
+def _option_type(action: argparse.Action) -> Any:
+    """How the directive reads an option: a flag, a value, or (``:open-folds:``) either."""
+    if action.nargs == 0:
+        return directives.flag
+    return directives.unchanged if action.nargs == "?" else directives.unchanged_required
+
+
 class TensorviewDirective(SphinxDirective):
     """``.. tensorview:: TARGET`` with ``tensorview draw``'s options (see the module doc)."""
 
     required_arguments = 1
     has_content = False
     option_spec: ClassVar[dict[str, Any]] = {
-        **{name: directives.flag if a.nargs == 0 else directives.unchanged_required for name, a in ACTIONS.items()},
+        **{name: _option_type(a) for name, a in ACTIONS.items()},
         "alt": directives.unchanged,
         "width": directives.length_or_percentage_or_unitless,
         "height": directives.length_or_unitless,
@@ -95,12 +107,29 @@ class TensorviewDirective(SphinxDirective):
             sources = sources_of(target)
         except TensorviewError as e:
             raise self.error(f"tensorview: {e}") from e
+        if fmt.name not in FIGURE_FORMATS:
+            raise self.error(
+                f"tensorview: :format: {options['format']!r} is not a figure (must be one of "
+                f"{list(FIGURE_FORMATS)}: an image, or html for the interactive viewer)"
+            )
+        builder = getattr(self.env, "tensorview_builder_format", "html")
+        if fmt.name == "html" and builder != "html":
+            raise self.error(
+                f"tensorview: :format: html (the interactive viewer) needs an HTML builder, not {builder!r}"
+            )
         for src in sources:
             if os.path.isfile(src):
                 self.env.note_dependency(src)
-        path = self._cache_dir() / f"tensorview-{cache_key(argv, sources)}.{fmt.extensions[0]}"
+        try:
+            height = _pixels(options.get("height", "640")) if fmt.name == "html" else None
+        except ValueError as e:
+            raise self.error(str(e)) from e
+        key = cache_key(argv + ([f"height={height}"] if height else []), sources)
+        path = self._cache_dir() / f"tensorview-{key}.{fmt.extensions[0]}"
         if not path.exists():
-            self._draw(ns, target, fmt, path)
+            self._draw(ns, target, fmt, path, height)
+        if height:
+            return [nodes.raw("", _viewer_html(path.read_text(encoding="utf-8"), options), format="html")]
         return [self._figure(path, options)]
 
     def _target(self, spec: str) -> str:
@@ -120,7 +149,7 @@ class TensorviewDirective(SphinxDirective):
             if name not in ACTIONS:
                 continue
             value = options[name]
-            if ACTIONS[name].nargs == 0:
+            if ACTIONS[name].nargs == 0 or (ACTIONS[name].nargs == "?" and not value):
                 argv.append(f"--{name}")
             elif name == "input-size":
                 for shape in str(value).split():
@@ -134,7 +163,7 @@ class TensorviewDirective(SphinxDirective):
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
-    def _draw(self, ns: argparse.Namespace, target: str, fmt: Any, path: Path) -> None:
+    def _draw(self, ns: argparse.Namespace, target: str, fmt: Any, path: Path, height: int | None) -> None:
         kind, rest = split_target(target)
         location = rest.rpartition(":")[0]
         if kind == "python" and location in sys.modules and module_file(location):
@@ -143,7 +172,8 @@ class TensorviewDirective(SphinxDirective):
         try:
             built = commands.build_target(ns, progress)
             graph = commands.record(ns, built, progress)
-            data = graph.produce(fmt)
+            # html: the viewer with its library (each figure works alone)
+            data: str | bytes = graph.interactive(height=height, library=True).html if height else graph.produce(fmt)
         except (TensorviewError, RuntimeError) as e:
             raise self.error(f"tensorview: drawing {target} failed: {e}") from e
         tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
@@ -165,6 +195,22 @@ class TensorviewDirective(SphinxDirective):
         return figure
 
 
+def _pixels(height: str) -> int:
+    """The viewer's ``:height:`` (``640``, ``640px``) in pixels."""
+    digits = str(height).strip().removesuffix("px")
+    if not digits.isdigit() or int(digits) < 100:
+        raise ValueError(f"tensorview: :height: of the viewer must be pixels >= 100 (such as 640px), got {height!r}")
+    return int(digits)
+
+
+def _viewer_html(viewer: str, options: dict[str, Any]) -> str:
+    """The viewer as a figure: with its caption, when one is given."""
+    caption = options.get("caption")
+    if not caption:
+        return f'<div class="tensorview-figure">\n{viewer}\n</div>'
+    return f'<figure class="tensorview-figure">\n{viewer}\n<figcaption>{html.escape(caption)}</figcaption>\n</figure>'
+
+
 def cache_key(argv: list[str], sources: list[str]) -> str:
     """A hash of the options, the target's sources (file contents, or package versions)
     and the tensorview version."""
@@ -179,6 +225,7 @@ def cache_key(argv: list[str], sources: list[str]) -> str:
 def _builder_inited(app: Sphinx) -> None:
     """Which image types the builder takes (directives see the environment, not the builder)."""
     app.env.tensorview_image_types = tuple(getattr(app.builder, "supported_image_types", ()))  # type: ignore[attr-defined]
+    app.env.tensorview_builder_format = getattr(app.builder, "format", "")  # type: ignore[attr-defined]
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

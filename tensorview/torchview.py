@@ -2,7 +2,7 @@
 ``from tensorview import torchview`` (or ``from torchview import draw_graph`` to
 ``from tensorview import draw_graph``: the same function).
 
-``draw_graph`` and ``ComputationGraph`` are tensorview's own; ``Node``, ``TensorNode``,
+``draw_graph``, ``ComputationGraph`` and ``RecorderTensor`` are tensorview's own; ``Node``, ``TensorNode``,
 ``ModuleNode``, ``FunctionNode`` and ``NodeContainer`` are the types of the objects in
 ``graph.node_hierarchy``, ``graph.edge_list`` and ``graph.traverse_graph(...)`` (they are
 not tensorview's IR nodes, ``tensorview.TensorNode`` & co.).  Where the pictures differ on
@@ -18,6 +18,7 @@ purpose, and the option that gives torchview's: docs/migrating.md.
 from .api import draw_graph
 from .compat.nodes import FunctionNode, ModuleNode, Node, NodeContainer, OrderedSet, TensorNode
 from .drawing import ComputationGraph
+from .recording import RecorderTensor
 
 __all__ = [
     "ComputationGraph",
@@ -26,6 +27,7 @@ __all__ = [
     "Node",
     "NodeContainer",
     "OrderedSet",
+    "RecorderTensor",
     "TensorNode",
     "draw_graph",
 ]

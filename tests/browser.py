@@ -51,7 +51,7 @@ def why_no_browser() -> str | None:
 class Browser:
     """One headless Chromium, offline, with its console log kept."""
 
-    def __init__(self, width: int = 1400, height: int = 900) -> None:
+    def __init__(self, width: int = 1400, height: int = 900, *, offline: bool = True) -> None:
         from selenium import webdriver
         from selenium.webdriver.chrome.options import Options
         from selenium.webdriver.chrome.service import Service
@@ -66,11 +66,12 @@ class Browser:
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         self.driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
         self.driver.set_script_timeout(60)
-        self.driver.execute_cdp_cmd("Network.enable", {})
-        self.driver.execute_cdp_cmd(
-            "Network.emulateNetworkConditions",
-            {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
-        )
+        if offline:  # else only what the machine allows: a Jupyter server on 127.0.0.1
+            self.driver.execute_cdp_cmd("Network.enable", {})
+            self.driver.execute_cdp_cmd(
+                "Network.emulateNetworkConditions",
+                {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+            )
 
     def open(self, path: str | os.PathLike[str], timeout: float = 60) -> None:
         """Load a saved page and wait until its first viewer has drawn."""

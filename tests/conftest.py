@@ -56,6 +56,10 @@ WATCH = GraphWatch()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "written_for(requirement): the third-party release a test module's names and config fields were written for",
+    )
     original_init = Graph.__init__
 
     def init_and_watch(self: Graph) -> None:
@@ -78,3 +82,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.write_line(
         f"graph lint: {WATCH.linted} graphs linted, {WATCH.unlinted} built broken on purpose (lint=False)"
     )
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .fixtures.hf import WRITTEN_FOR
+
+    name, _, wanted = WRITTEN_FOR.partition("==")
+    try:
+        have = version(name)
+    except PackageNotFoundError:
+        have = "not installed"
+    if have != wanted:  # `make test-latest`: say which release the tests met
+        terminalreporter.write_line(f"tests written for {WRITTEN_FOR} ran with {name} {have}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ def test_public_api_is_exact() -> None:
         "GraphvizStyler",
         "InvalidInputError",
         "InvalidTypeError",
+        "MemoryReport",
         "ModuleNode",
         "Recorder",
         "RecorderTensor",
@@ -41,6 +43,7 @@ def test_public_api_is_exact() -> None:
         "diff",
         "draw_graph",
         "make_dot",
+        "memory",
         "record",
         "render_network",
         "summary",
@@ -312,7 +315,7 @@ def test_subpackages_are_not_shadowed_by_public_names() -> None:
     for name in ("recording", "graph", "transform", "render", "taps"):
         module = importlib.import_module(f"tensorview.{name}")
         assert getattr(tv, name) is module
-    assert callable(tv.record) and tv.record.__module__ == "tensorview.api"
+    assert callable(tv.record) and tv.record.__module__ == "tensorview.torchrecorder"
     import tensorview.recording.session as session  # a plain dotted import works
 
     assert session.Session
@@ -358,3 +361,24 @@ def test_a_model_holding_computed_tensors_is_copied(device: str) -> None:
     # the caller's model: its computed weights, parameters and buffers as they were
     assert (model[0].weight, model[2].weight) == weights
     assert all(v.device.type == "cpu" and torch.equal(state[k], v) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize("name", ["../outside", "../../x", "a/b", "..", "con", "x\x00y"])
+def test_save_graph_keeps_a_graph_name_inside_directory(tmp_path: Path, name: str) -> None:
+    """graph_name is user data: with no filename it becomes a safe file name in directory
+    (issue 21 B5), for draw_graph(save_graph=True) and render_network."""
+    inside = tmp_path / "out"
+    inside.mkdir()
+    tv.draw_graph(zoo.InplaceModule(), input_size=(2, 4), graph_name=name, save_graph=True, directory=str(inside))
+    path = tv.render_network(zoo.InplaceModule(), name, (2, 4), str(inside), fmt="gv")
+    saved = sorted(p.name for p in tmp_path.rglob("*") if p.is_file())
+    assert [p.parent for p in tmp_path.rglob("*") if p.is_file()] == [inside, inside]
+    assert os.path.dirname(path) == str(inside) and len(saved) == 2
+    assert all(n.endswith((".png", ".gv")) and "/" not in n and not n.startswith(".") for n in saved)
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_save_graph_must_be_a_bool(tmp_path: Path, value: object) -> None:
+    with pytest.raises(tv.InvalidTypeError, match=rf"save_graph must be True or False, got {value!r}"):
+        tv.draw_graph(zoo.InplaceModule(), input_size=(2, 4), save_graph=value, directory=str(tmp_path))  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []

@@ -17,6 +17,9 @@ from tensorview.recording import is_patched
 
 from .fixtures import models as zoo
 from .fixtures import needs
+from .fixtures.hf import written_for
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 
 @pytest.fixture
@@ -342,3 +345,44 @@ def test_errors_never_print_a_whole_tensor() -> None:
         match=r"draw_graph needs a torch.nn.Module, got Tensor: tensor\(shape=\(100, 100\), [^,]*, device=cpu\)$",
     ):
         tv.draw_graph(x, input_size=(2, 4))  # type: ignore[arg-type]
+
+
+# -- issue 21 C4 ------------------------------------------------------------------------------
+@pytest.mark.parametrize("option", ["meta_replay", "keep_parameters"])
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_recorder_flags_must_be_bools(option: str, value: object) -> None:
+    with pytest.raises(tv.InvalidTypeError, match=rf"{option} must be True or False, got {type(value).__name__}: "):
+        tv.Recorder(nn.Linear(2, 2), **{option: value})
+
+
+def test_recorder_probes_of_the_wrong_kind_are_named() -> None:
+    from tensorview.recording import SourceProbe
+
+    with pytest.raises(tv.InvalidTypeError, match=r"probes must be a list of tensorview.recording.Probe .*got int: 5"):
+        tv.Recorder(nn.Linear(2, 2), probes=5)  # type: ignore[arg-type]
+    with pytest.raises(tv.InvalidTypeError, match=r"got SourceProbe: .* \(pass \[SourceProbe\(\.\.\.\)\]\)"):
+        tv.Recorder(nn.Linear(2, 2), probes=SourceProbe())  # type: ignore[arg-type]
+    with pytest.raises(tv.InvalidTypeError, match=r"Probe instances, got 3"):
+        tv.Recorder(nn.Linear(2, 2), probes=[3])  # type: ignore[list-item]
+
+
+class BadRepr:
+    def __repr__(self) -> str:
+        raise ValueError("repr exploded")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: tv.taps.ForwardOutput().modules(BadRepr()),  # type: ignore[arg-type]
+        lambda: tv.taps.ForwardOutput().modules(nn.Linear(2, 2), indices=[BadRepr()]),  # type: ignore[list-item]
+        lambda: tv.draw_graph(BadRepr(), input_size=(1, 2)),  # type: ignore[arg-type]
+        lambda: tv.draw_graph(nn.Linear(2, 2), input_size=(1, 2), source=BadRepr()),  # type: ignore[arg-type]
+        lambda: tv.summary(nn.Linear(2, 2), input_size=(1, 2), depth=BadRepr()),  # type: ignore[arg-type]
+        lambda: tv.Recorder(nn.Linear(2, 2), meta_replay=BadRepr()),  # type: ignore[arg-type]
+        lambda: tv.Recorder(nn.Linear(2, 2), probes=BadRepr()),  # type: ignore[arg-type]
+    ],
+)
+def test_a_raising_repr_never_hides_the_error(call: Any) -> None:
+    with pytest.raises(tv.InvalidTypeError, match=r"<BadRepr object \(its repr raised ValueError\)>"):
+        call()

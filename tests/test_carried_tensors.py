@@ -18,6 +18,9 @@ from tensorview.recording import Recorder
 from tensorview.recording.tree import flat_tensors, map_tensors
 from tests.fixtures import detection as det
 from tests.fixtures import needs
+from tests.fixtures.hf import written_for
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 
 class Box:

@@ -93,7 +93,25 @@ VIEWS = [
     ),
     (["--graph-dir", "LR", "--graph-name", "net"], {"graph_dir": "LR", "graph_name": "net"}),
     (["--style", "paper"], {"style": "paper"}),
+    (["--fold", "true", "--open-folds"], {"fold": True, "open_folds": True}),
+    (["--fold", "true", "--open-folds", "-1"], {"fold": True, "open_folds": -1}),
 ]
+
+
+def test_every_view_option_has_a_flag() -> None:
+    """The view flags are made from ViewOptions' fields (issue 21 C3): none can be missing."""
+    import dataclasses
+
+    from tensorview.cli.parser import VIEW_OPTIONS, build_parser
+    from tensorview.graph import ViewOptions
+
+    fields = [f.name for f in dataclasses.fields(ViewOptions)]
+    assert "open_folds" in fields and list(VIEW_OPTIONS) == fields
+    draw = build_parser().commands["draw"]
+    flagged = {a.dest: a for a in draw._actions if a.option_strings}
+    for f in dataclasses.fields(ViewOptions):
+        assert f.name in flagged, f.name
+        assert draw.get_default(f.name) == f.default, f.name  # the dataclass's default, not a copy
 
 
 @pytest.mark.parametrize("flags, options", VIEWS, ids=[" ".join(f) or "defaults" for f, _ in VIEWS])
@@ -197,6 +215,12 @@ USAGE_ERRORS = [
     (["draw", "hf:llama", "--task", "dance"], "unknown --task 'dance'"),
     (["draw", "hf:"], "names no model after hf:"),
     (["frobnicate", "x"], "invalid choice: 'frobnicate'"),
+    # issue 21 C3
+    (["summary", f"{FIX}:TinyCNN", "--input-size", "1,3,8,8", "-o", "x.svg"], "bad summary output 'x.svg'"),
+    (["draw", f"{FIX}:TinyCNN", "--quiet", "--verbose"], "argument -v/--verbose: not allowed with argument -q/--quiet"),
+    (["draw", f"{FIX}:TinyCNN", "--dpeth", "2"], "unrecognized arguments: --dpeth 2 (did you mean --depth?)"),
+    (["summary", f"{FIX}:TinyCNN", "--seqlen", "2"], "unrecognized arguments: --seqlen 2 (did you mean --seq-len?)"),
+    (["draw", f"{FIX}:TinyCNN", "--open-folds", "first"], "bad open-folds 'first'"),
     (["draw", "hf:llama", "--device", "gpu"], "bad device 'gpu'"),
 ]
 
@@ -265,6 +289,11 @@ def test_summary_calls_the_cost_model(capsys: pytest.CaptureFixture[str], monkey
     assert call["input_data"]["input_ids"].shape == (1, 4)  # depth is left out: this summary takes none
     code, _, _ = run(capsys, "summary", "hf:llama", "--config", TINY_LLAMA, "-o", "s.json", "-q")
     assert code == 0 and json.loads(Path("s.json").read_text()) == {"total_params": 7}
+    code, _, _ = run(capsys, "summary", "hf:llama", "--config", TINY_LLAMA, "-o", "s.txt", "-q")
+    assert code == 0 and Path("s.txt").read_text() == "TABLE\n"
+    code, _, err = run(capsys, "summary", "hf:llama", "--config", TINY_LLAMA, "-o", "s.svg", "-q")
+    assert code == 2 and "expected a .json file (the data) or a .txt file (the table)" in err
+    assert not Path("s.svg").exists() and len(calls) == 3  # refused before anything ran
 
 
 # -- progress and hints ----------------------------------------------------------------

@@ -16,8 +16,11 @@ from tensorview.cost.flops import EXTRA_FORMULAS, OpFlops, is_zero_flop
 from tensorview.cost.params import param_totals
 
 from .fixtures import cost_models as cm
+from .fixtures.hf import written_for
 from .fixtures.models import ZOO
 from .test_transformers_tier import ARCH_IDS, ARCHS, build
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 aten = torch.ops.aten
 

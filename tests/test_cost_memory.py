@@ -22,6 +22,9 @@ from tensorview.cost.memory import (
 )
 
 from .fixtures import cost_models as cm
+from .fixtures.hf import written_for
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 
 def saved(model: nn.Module, *args: Any, meta_attention: bool = True, **kwargs: Any) -> SavedTensors:

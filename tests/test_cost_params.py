@@ -12,7 +12,10 @@ from tensorview.cost.memory import SavedTensors
 from tensorview.cost.params import module_params, param_totals, training_memory
 
 from .fixtures import cost_models as cm
+from .fixtures.hf import written_for
 from .test_transformers_tier import ARCH_IDS, ARCHS, build
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 
 def calls_of(model: nn.Module, *args: Any, **kwargs: Any) -> list[tuple[str, nn.Module]]:

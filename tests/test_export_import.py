@@ -20,7 +20,10 @@ from tensorview.transform import ViewOptions, build_view
 
 from .fixtures import needs
 from .fixtures.cost_models import tiny_llama_config
+from .fixtures.hf import written_for
 from .fixtures.models import InplaceMethods
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 
 class Block(nn.Module):

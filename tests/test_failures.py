@@ -56,6 +56,7 @@ def _syntax_error() -> SyntaxError:
 
 ERRORS: list[BaseException] = [
     torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+    MemoryError("cannot allocate"),  # its own __new__ (a free list): issue 21 B4
     NotImplementedError("no kernel for this"),
     RuntimeError("plain runtime error"),
     ValueError("bad value"),
@@ -113,6 +114,32 @@ def test_recording_error_is_the_original_type_has_a_message_and_pickles(exc: Bas
     assert back.graph is not None and back.graph.graph.to_dict() == err.graph.graph.to_dict()
     if isinstance(exc, WithFields):
         assert (back.code, back.where) == (7, "inner")
+
+
+def _builtin_exceptions() -> list[type[Exception]]:
+    import builtins
+
+    return [
+        c
+        for c in vars(builtins).values()
+        if isinstance(c, type) and issubclass(c, Exception) and not issubclass(c, Warning)
+    ]
+
+
+def test_every_builtin_exception_type_is_kept() -> None:
+    """Whatever builtin type forward raises, ``except ThatType`` catches the RecordingError."""
+    from tensorview.errors import recording_error
+
+    lost = []
+    for cls in _builtin_exceptions():
+        try:
+            exc = cls("x")
+        except TypeError:  # wants other arguments (UnicodeDecodeError...): covered in ERRORS
+            continue
+        err = recording_error(exc, "forward raised")
+        if not (isinstance(err, cls) and isinstance(err, tv.RecordingError)):
+            lost.append(cls.__name__)
+    assert len(_builtin_exceptions()) > 40 and lost == []
 
 
 def test_an_error_of_a_local_class_still_pickles_as_a_recording_error() -> None:
@@ -315,3 +342,30 @@ def test_the_copy_shares_parameters_and_records_plain_list_modules_as_copies() -
     graph = tv.draw_graph(model, input_data=torch.randn(8, 4) + 5, mode="train")
     assert torch.equal(model.norms[0].running_mean, stats)  # the copy ran, also through the list
     assert [m.path for m in graph.graph.modules()] == ["", "norms.0"]
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_a_torchscript_submodule_on_meta_says_the_cause_and_what_to_do_first() -> None:
+    """The TorchScript interpreter's 50-line error had the cause on line 11 (issue 21 C4)."""
+
+    class Scripted(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = torch.jit.script(nn.Linear(4, 4))
+            self.b = nn.ReLU()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b(self.a(x))
+
+    with pytest.raises(RuntimeError) as info:
+        tv.draw_graph(Scripted(), input_size=(2, 4), device="meta")
+    err: Any = info.value
+    lines = str(err).splitlines()
+    assert lines[0].startswith("forward raised in module 'a' (RecursiveScriptModule)")
+    assert lines[0].endswith("RuntimeError: Tensor on device cpu is not on the expected device meta!")
+    assert lines[1].startswith("module 'a' is a TorchScript module") and "device='cpu'" in lines[1]
+    assert err.hint == lines[1] and lines[3] == "the whole error:"
+    assert "The following operation failed in the TorchScript interpreter." in lines[4]
+    # what the hint says works
+    graph = tv.draw_graph(Scripted(), input_size=(2, 4), device="cpu")
+    assert [m.path for m in graph.graph.modules()] == ["", "a", "b"]

@@ -15,8 +15,11 @@ from torch import nn
 import tensorview as tv
 from tensorview.errors import RecordingError
 
+from .fixtures.hf import written_for
 from .fixtures.models import ZOO
 from .test_transformers_tier import ARCHS, build, module_calls
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 
 class Nonzero(nn.Module):

@@ -4,8 +4,13 @@ model able to break out of the page's elements, the library once per notebook pa
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import re
+import shutil
+import struct
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -33,6 +38,9 @@ class Page(HTMLParser):
         self.tags: list[tuple[str, dict[str, str | None]]] = []
         self.scripts: list[tuple[dict[str, str | None], str]] = []
         self._in: dict[str, str | None] | None = None
+        #: the viewer's parts kept in comments (``<!--tv:KEY:...-->``), by key
+        self.parts: dict[str, str] = {}
+        self.comments: list[str] = []
         self.feed(text)
         self.close()
 
@@ -51,9 +59,28 @@ class Page(HTMLParser):
         if tag == "script":
             self._in = None
 
+    def handle_comment(self, data: str) -> None:
+        self.comments.append(data)
+        m = re.match(r"tv:(\w+):", data)
+        if m:
+            self.parts[m.group(1)] = data[m.end() :]
+
+    def payload(self) -> Any:
+        return json.loads(unpack(self.parts["data"]))
+
     def data(self) -> Any:
-        (text,) = [t for a, t in self.scripts if a.get("type") == "application/json"]
-        return json.loads(text)
+        return self.payload()["graph"]
+
+    def config(self) -> Any:
+        return self.payload()["config"]
+
+
+def unpack(b64: str) -> str:
+    """What boot.js does with a packed part: base64, then gunzip."""
+    return gzip.decompress(base64.b64decode(b64)).decode("utf-8")
+
+
+HAS_DOT = shutil.which("dot") is not None
 
 
 def cnn() -> tv.ComputationGraph:
@@ -67,15 +94,20 @@ def test_save_html_writes_one_self_contained_page(tmp_path: Path) -> None:
     page = Page(text)
     assert text.startswith("<!DOCTYPE html>")
     tags = [t for t, _ in page.tags]
-    # two scripts run (library, mount), one carries the data; nothing is loaded from elsewhere
-    assert tags.count("script") == 3 and not [a for t, a in page.tags if "src" in a or "href" in a]
+    # one script runs (the starter); library, data and start code are comments; nothing is loaded
+    assert tags.count("script") == 1 and not [a for t, a in page.tags if "src" in a or "href" in a]
+    assert set(page.parts) == {"lib", "data", "boot"}  # no height: the page fills the window
     csp = next(a["content"] for t, a in page.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
-    assert csp is not None and csp.startswith("default-src 'none'")
+    assert csp is not None and csp.startswith("default-src 'none'") and "worker-src blob:" in csp
     assert page.data() == json.loads(json.dumps(encode(graph.graph)))
     assert "<title>cnn — tensorview</title>" in text
-    # the vendored library with its version is what runs
-    lib = viewer_html.asset("vendor/elk.bundled.js")
-    assert lib[:200] in text and (Path(viewer_html.__file__).parent / "viewer/vendor/LICENSE-elkjs.md").exists()
+    # the vendored library with its version is what runs: elkjs, then the viewer's scripts
+    lib = unpack(page.parts["lib"])
+    elk, viewer = lib.split(viewer_html.VIEWER_MARK)
+    assert elk == viewer_html.asset("vendor/elk.bundled.js")
+    assert viewer.startswith(viewer_html.asset("graph.js")) and viewer_html.asset("viewer.js") in viewer
+    assert (Path(viewer_html.__file__).parent / "viewer/vendor/LICENSE-elkjs.md").exists()
+    assert page.parts["boot"] == viewer_html.asset("boot.js") and "--" not in page.parts["boot"]
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))
@@ -128,14 +160,13 @@ def test_hostile_names_cannot_break_out_of_the_page(tmp_path: Path) -> None:
     # the same elements as for a harmless model: nothing injected
     harmless = Page(Path(cnn().save(tmp_path / "ok.html")).read_text(encoding="utf-8"))
     assert [t for t, _ in page.tags] == [t for t, _ in harmless.tags]
-    assert "<img" not in text and "<!--" not in text
+    assert "<img" not in text and [c.split(":")[1] for c in page.comments] == ["lib", "data", "boot"]
     for bad in ("</script><img", "<script>alert", "</title><script>", "</style><script>"):
         assert bad not in text
     # the names are all there, as JSON escapes that read back unchanged
     data = page.data()
     assert HOSTILE in data["strings"] and "Evil</script><script>alert(2)</script>" in data["strings"]
-    mount = page.scripts[-1][1]
-    config = json.loads(re.search(r"tv\.mount\(host, JSON\.parse\([^)]*\)\.textContent\), (.*)\);\n", mount).group(1))
+    config = page.config()
     assert config["name"] == "</title><script>alert(3)</script>"
     assert config["colors"]["module"] == "red;}</style><script>alert(4)</script>"
     assert "<title>&lt;/title&gt;&lt;script&gt;alert(3)&lt;/script&gt; — tensorview</title>" in text
@@ -145,23 +176,62 @@ def test_script_json_never_writes_markup() -> None:
     value = {"a": "</script><!--<script>&amp;", "b": ["\u2028", "\ud800"]}
     text = viewer_html.script_json(value)
     assert not set("<>&") & set(text) and text.isascii()
-    assert json.loads(text) == value
+    # a lone surrogate, which XML cannot carry, as the visible escape of graph.svg()
+    assert json.loads(text) == {"a": value["a"], "b": ["\u2028", "\\ud800"]}
 
 
-def test_notebook_outputs_carry_the_library_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(viewer_html, "_library_sent", False)
+def test_every_notebook_output_carries_the_whole_viewer() -> None:
     graph = cnn()
-    lib = viewer_html.library()
-    first, second = graph.interactive()._repr_html_(), graph.interactive()._repr_html_()
-    assert first.count(lib) == 1 and lib not in second
-    assert len(second) < len(lib) / 10  # later outputs: data and a mount script only
-    assert lib in graph.interactive(library=True).html
-    assert lib not in graph.view(depth=1).interactive(library=False).html
-    # every output mounts its own viewer on its own host element
-    ids = re.findall(r'id="tv-host-([0-9a-f]+)"', first + second)
-    assert len(ids) == 2 and ids[0] != ids[1]
-    assert "data-mounted" in second and "tensorview-loaded" in second  # waits for a library loaded later
-    assert "height: 640px" in first and "height: 300px" in graph.interactive(height=300).html
+    first, second = graph.interactive()._repr_html_(), graph.view(depth=1).interactive()._repr_html_()
+    pages = [Page(first), Page(second)]
+    # each output has the library, its own data and the start code: it works alone
+    assert all(set(p.parts) == {"lib", "data", "height", "boot"} for p in pages)
+    assert pages[0].parts["lib"] == pages[1].parts["lib"]
+    assert pages[0].data() == pages[1].data() and pages[1].config()["options"]["depth"] == 1
+    assert pages[0].config()["inline"] is True
+    # the markup is comments and one script: nothing a sanitiser keeps, nothing shown without scripts
+    assert all([t for t, _ in p.tags] == ["script"] for p in pages)
+    ids = [a["id"] for p in pages for t, a in p.tags]
+    assert len(set(ids)) == 2
+    assert "tv:height:640" in first and "tv:height:300" in graph.interactive(height=300).html
+    # the library, packed: about 0.7 MB of the 1.7 MB of JavaScript
+    lib = len(pages[0].parts["lib"])
+    assert lib < 0.45 * len(viewer_html.library_text()) and len(second) - lib < 20_000
+    assert "lib" not in Page(graph.interactive(library=False).html).parts
+
+
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
+def test_interactive_shows_a_picture_then_the_viewer() -> None:
+    graph = cnn()
+    picture, viewer = graph.interactive().bundles()
+    # the picture: SVG scaled to the output's width, PNG for where SVG is not shown, and text
+    assert set(picture) == {"image/svg+xml", "image/png", "text/plain"}
+    svg = ET.fromstring(picture["image/svg+xml"].split("-->", 1)[-1].split("?>", 1)[-1].lstrip())
+    assert svg.get("style") == "max-width: 100%; height: auto;" and svg.get("data-tensorview") == "picture"
+    assert svg.get("viewBox") and len(svg.findall(".//{http://www.w3.org/2000/svg}g[@class='node']")) > 5
+    png = base64.b64decode(picture["image/png"])
+    assert png[:4] == b"\x89PNG" and picture["text/plain"] == repr(graph)
+    assert set(viewer) == {"text/html", "text/plain"} and viewer["text/plain"] == ""
+    assert Page(viewer["text/html"]).data() == json.loads(json.dumps(encode(graph.graph)))
+
+
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
+def test_a_wide_picture_is_scaled_and_its_png_capped() -> None:
+    model = nn.Sequential(*[nn.Linear(4, 4) for _ in range(300)])
+    graph = tv.draw_graph(model, input_size=(1, 4), graph_dir="LR", depth=1, fold=False)
+    bundle = graph._repr_mimebundle_()
+    assert set(bundle) == {"image/svg+xml", "image/png", "text/plain"}
+    # the SVG: drawn at the output's width (front-ends show it as an <img>), proportions kept
+    root = re.search(r"<svg\b[^>]*>", bundle["image/svg+xml"]).group(0)
+    assert 'width="100%"' in root and "height=" not in root and "viewBox=" in root
+    small = re.search(r"<svg\b[^>]*>", cnn()._repr_mimebundle_()["image/svg+xml"]).group(0)
+    assert re.search(r'width="[\d.]+pt" height="[\d.]+pt"', small)  # a narrow picture keeps its size
+    full = graph.svg()
+    width_pt = float(re.search(r'<svg width="([\d.]+)pt"', full).group(1))
+    assert width_pt * 96 / 72 > 40_000  # the drawing is wide...
+    png = base64.b64decode(bundle["image/png"])
+    width, height = struct.unpack(">II", png[16:24])
+    assert 9000 < width <= 100 * 96 and height > 5  # ...its notebook PNG fits 100 inches at 96 dpi
 
 
 def test_interactive_checks_its_arguments() -> None:
@@ -224,3 +294,21 @@ def test_the_viewer_takes_the_stylers_colours() -> None:
     plain = viewer_html.config(cnn().view(styler=tv.GraphvizStyler(fillcolor="white")))["colors"]
     assert plain["tensor"] == plain["module"] == "white"
     assert viewer_html.config(cnn())["colors"] == {}  # no styler: the viewer's own look
+
+
+def test_viewer_data_holds_no_character_xml_cannot_carry() -> None:
+    """Names go into the viewer's data with the visible escapes of DOT's SVG (issue 21 C1),
+    so the SVG the viewer exports is XML."""
+    import json
+    import re
+
+    from tensorview.render.html import script_json
+
+    from .test_hostile_names import NAMES, drawn
+
+    graph = drawn(NAMES["control"] + NAMES["nul"] + NAMES["surrogate"], graph_name="g\x01")
+    data = json.loads(script_json({"names": [m.path for m in graph.graph.modules()], "name\x02": "x\x85"}))
+    text = json.dumps(data, ensure_ascii=False)
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]", text)
+    assert "ctl\\x01\\x1b[31m\\x7fnul\\x00bytelone\\ud800surrogate" in data["names"]
+    assert data["name\\x02"] == "x\\x85"

@@ -18,7 +18,10 @@ from torch import nn
 
 import tensorview as tv
 
+from .fixtures.hf import written_for
 from .test_transformers_tier import ARCH_IDS, ARCHS, Arch, build, module_calls
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hi", "there", "hello", "world", "how", "are", "you"]
 

@@ -122,3 +122,21 @@ def test_no_random_op_runs_on_values() -> None:
     graph = tv.draw_graph(Noisy(), input_data=torch.ones(1, 4, dtype=torch.long), device="meta")
     assert torch.equal(torch.get_rng_state(), state)  # the CPU's random state did not move
     assert {"bernoulli", "rand"} <= set(ops(graph)) | {n.name for n in graph.graph.tensors()}
+
+
+class CountsOnValues(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        m = mask.float()
+        gram = m.T @ m  # FLOPs on values: counted once, as on the CPU
+        return self.fc(x) * gram.sum() if bool(gram.any()) else self.fc(x)
+
+
+def test_ops_on_values_are_counted_once() -> None:
+    inputs = {"x": torch.randn(1, 4), "mask": torch.ones(1, 4, dtype=torch.long)}
+    cpu = tv.summary(CountsOnValues(), input_data=inputs, device="cpu")
+    meta = tv.summary(CountsOnValues(), input_data=inputs)  # device="meta": values followed
+    assert meta.total_flops == cpu.total_flops > 2 * 4 * 4

@@ -23,9 +23,11 @@ from tensorview.render.labels import node_label
 from tensorview.transform import View, ViewOptions, build_view
 
 from .fixtures import needs
-from .fixtures.hf import base_model_cache_field
+from .fixtures.hf import base_model_cache_field, written_for
 from .test_transform import rnn, stack, two_blocks
 from .test_transform_models import check
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 LAYERS = 6
 SEQ = 16

@@ -157,3 +157,28 @@ def test_torchview_custom_attention_fixture_shape() -> None:
         graph = tv.draw_graph(model, input_size=(2, 3, 8), device=device)
         assert paths(graph) == ["", "ln", "mlp.c_fc", "mlp.act", "mlp.c_proj", "mlp.dropout"]
     assert all(m.training for m in model.modules()) and model.mlp.c_fc.weight.device.type == "cpu"
+
+
+def test_copies_are_not_kept_alive() -> None:
+    import gc
+    import weakref
+
+    from tensorview.recording import copies, placement
+
+    class Holds(nn.Module):  # a submodule that holds its root: the copy's would too
+        def __init__(self) -> None:
+            super().__init__()
+            self.mlp = mlp()
+            self.mlp.__dict__["root"] = self
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.mlp.bn(self.mlp.fc(x))
+
+    model = Holds().train()
+    clone = placement.placed(model, None, "eval")
+    assert clone is not model and copies.stand_ins(clone) is not None
+    assert copies.stand_ins(clone)[id(model.mlp.fc)] == (model.mlp.fc, clone.mlp.fc)  # type: ignore[index]
+    ref = weakref.ref(clone)
+    del clone
+    gc.collect()
+    assert ref() is None

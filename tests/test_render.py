@@ -3,6 +3,7 @@ a third renderer written only against the public interface, ComputationGraph I/O
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -222,13 +223,15 @@ def test_save_formats_and_unknown_extension(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
-def test_jupyter_bundle_has_svg_and_text() -> None:
+def test_jupyter_bundle_has_svg_png_and_text() -> None:
     cg = ComputationGraph(two_blocks())
     bundle = cg._repr_mimebundle_()
-    assert set(bundle) == {"image/svg+xml", "text/plain"}
-    assert "<svg" in bundle["image/svg+xml"]
+    # SVG for trusted notebooks, PNG where SVG is not shown (untrusted, sanitised HTML, GitHub)
+    assert set(bundle) == {"image/svg+xml", "image/png", "text/plain"}
+    assert "<svg" in bundle["image/svg+xml"] and base64.b64decode(bundle["image/png"])[:4] == b"\x89PNG"
     assert set(cg._repr_mimebundle_(include=["text/plain"])) == {"text/plain"}
-    assert set(cg._repr_mimebundle_(exclude=["text/plain"])) == {"image/svg+xml"}
+    assert set(cg._repr_mimebundle_(exclude=["text/plain"])) == {"image/svg+xml", "image/png"}
+    assert set(cg._repr_mimebundle_(exclude=["image/svg+xml"])) == {"image/png", "text/plain"}
 
 
 def test_without_dot_rendering_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -244,7 +247,7 @@ def test_without_dot_rendering_says_how_to_install(monkeypatch: pytest.MonkeyPat
     bundle = cg._repr_mimebundle_()
     # without dot the notebook shows the interactive viewer (the next display format)
     assert set(bundle) == {"text/html", "text/plain"} and "install" in bundle["text/plain"]
-    assert 'class="tv-host"' in bundle["text/html"]
+    assert "<!--tv:lib:" in bundle["text/html"] and "<!--tv:data:" in bundle["text/html"]
 
 
 def test_graphviz_pure_is_used_when_dot_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

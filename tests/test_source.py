@@ -16,6 +16,9 @@ from tensorview.recording import Recorder, SourceProbe
 from tensorview.recording.source import shorten_path
 
 from .fixtures import needs
+from .fixtures.hf import written_for
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 HERE = os.path.relpath(__file__)
 

@@ -129,3 +129,26 @@ def test_bad_options_are_errors_in_the_build(project: Path) -> None:
     (project / "src" / "index.rst").write_text(f"T\n=\n\n.. tensorview:: {MODULE}:build\n   :depth: -2\n")
     assert "tensorview: argument --depth: bad depth '-2'" in sphinx_build(project, fresh=True)
     assert recordings(project) == 0
+
+
+@pytest.mark.parametrize("fmt", ["json", "gv", "dot"])
+def test_formats_that_are_no_figure_are_refused_with_the_allowed_list(project: Path, fmt: str) -> None:
+    (project / "src" / "index.rst").write_text(f"T\n=\n\n.. tensorview:: {MODULE}:build\n   :format: {fmt}\n")
+    warnings = sphinx_build(project, fresh=True)
+    assert f"tensorview: :format: {fmt!r} is not a figure (must be one of ['svg', 'png', 'pdf', 'html']" in warnings
+    assert recordings(project) == 0
+    assert "<img" not in (project / "_build" / "html" / "index.html").read_text()
+
+
+def test_format_html_embeds_the_interactive_viewer(project: Path) -> None:
+    (project / "src" / "index.rst").write_text(
+        f"T\n=\n\n.. tensorview:: {MODULE}:build\n   :format: html\n   :height: 300px\n"
+        "   :caption: <b>live</b> viewer\n   :input-size: 1,3,8,8\n"
+    )
+    html = build(project, fresh=True)
+    assert recordings(project) == 1 and "<img" not in html
+    assert html.count("<!--tv:data:") == 1 and "<!--tv:height:300-->" in html  # one viewer, 300 px
+    assert html.count("<!--tv:lib:") == 1  # the library came with it: the figure works alone
+    assert "<figcaption>&lt;b&gt;live&lt;/b&gt; viewer</figcaption>" in html
+    build(project, fresh=True)  # from the cache
+    assert recordings(project) == 1

@@ -16,7 +16,10 @@ from tensorview.cost.flops import EXTRA_FORMULAS
 from tensorview.recording.recorder import is_patched
 
 from .fixtures import cost_models as cm
+from .fixtures.hf import written_for
 from .test_transformers_tier import ARCH_IDS, ARCHS, build
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 
 def unique_params(model: nn.Module) -> int:
@@ -235,6 +238,6 @@ def test_a_failure_with_its_own_hint_gets_no_training_mode_hint() -> None:
     """On meta, .item() fails in any mode: the meta hint says what to do, and the training
     mode hint, which would mislead, is left out."""
     with pytest.raises(tv.RecordingError) as info:
-        tv.summary(ReadsAValue().eval(), input_size=(2, 3))
+        tv.summary(ReadsAValue().eval(), input_size=(2, 3), device="meta")  # "auto" would fall back to the CPU
     assert "device='cpu'" in info.value.hint and "device='cpu'" in str(info.value)
     assert "mode='eval'" not in str(info.value)

@@ -31,8 +31,10 @@ from tensorview.graph import Graph
 from tensorview.recording import Recorder
 from tensorview.transform import ViewOptions, build_view
 
-from .fixtures.hf import cache_field
+from .fixtures.hf import cache_field, written_for
 from .test_transform_models import check as check_view
+
+pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
 
 Inputs = Callable[[str], dict[str, torch.Tensor]]
 

@@ -4,7 +4,8 @@ calls its own module first, a module assigned in forward, parameters written thr
 
 from __future__ import annotations
 
-import sys
+import gc
+import weakref
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from torch import nn
 import tensorview as tv
 from tensorview.graph import Graph, ModuleNode
 from tensorview.recording import Recorder
+
+from .fixtures.deep import default_recursion_limit, nested, plain_max_depth
 
 
 def record(model: nn.Module, *inputs: torch.Tensor) -> Graph:
@@ -46,9 +49,17 @@ class Enc(nn.Module):
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         return self(x) * 2  # the module itself first, then an op
 
+    def encode_op_first(self, x: torch.Tensor) -> torch.Tensor:
+        return self(x.neg()) * 2  # an op first
+
     def generate(self, x: torch.Tensor) -> torch.Tensor:
         for _ in range(2):
             x = self(x)  # only calls of the module itself, then an op
+        return x.tanh()
+
+    def generate_forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(2):
+            x = self.forward(x)  # forward called directly: no call of the module
         return x.tanh()
 
 
@@ -73,6 +84,11 @@ def test_method_calling_its_module_first_is_a_method_call() -> None:
     # the method's result leaves it and feeds the caller's add
     (mul_out,) = g.successors(mul.id)
     assert (encode.id, mul_out) in g.edges and (mul_out, add.id) in g.edges
+    # the same calls whatever runs first
+    g = record(UsesMethod("encode_op_first"), torch.randn(2, 4))
+    assert calls(g) == [("", None), ("enc.encode_op_first", ""), ("enc", "enc.encode_op_first"), ("enc.fc", "enc")]
+    encode = call_of(g, "enc.encode_op_first")
+    assert [f.parent for f in g.functions() if f.op in ("neg", "mul")] == [encode.id, encode.id]
 
 
 def test_generate_loop_of_module_calls_is_one_method_call() -> None:
@@ -87,6 +103,13 @@ def test_generate_loop_of_module_calls_is_one_method_call() -> None:
     ]
     (tanh,) = [f for f in g.functions() if f.op == "tanh"]
     assert tanh.parent == call_of(g, "enc.generate").id
+    g = record(UsesMethod("generate_forward"), torch.randn(2, 4))
+    assert calls(g) == [
+        ("", None),
+        ("enc.generate_forward", ""),
+        ("enc.fc", "enc.generate_forward"),
+        ("enc.fc", "enc.generate_forward"),
+    ]
 
 
 # -- modules assigned or made in forward ------------------------------------------------------
@@ -170,6 +193,21 @@ class ClipsWeights(nn.Module):
         return self.fc(x)
 
 
+class WritesThroughDetach(nn.Module):
+    """Writes through tensors sharing the parameter's storage and version counter but
+    owning no view of it: ``detach()`` and the values of ``state_dict()`` (timm's EMA)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            self.fc.weight.detach().mul_(0.5)
+            torch._foreach_mul_(list(self.fc.state_dict().values()), 2.0)
+        return self.fc(x)
+
+
 def producer_op(g: Graph, node_id: int) -> str:
     (p,) = g.predecessors(node_id)
     return g.nodes[p].op  # type: ignore[union-attr]
@@ -203,8 +241,16 @@ def test_data_replaced_and_written_through_a_view() -> None:
     assert producer_op(g, bias) == "zero_" and g.tensor(bias).shape == (4,)
 
 
+def test_writes_through_detached_aliases_are_new_versions() -> None:
+    g = record(WritesThroughDetach(), torch.randn(2, 4))
+    (linear,) = [f for f in g.functions() if f.op == "linear"]
+    weight, bias = g.predecessors(linear.id)[1:]
+    assert producer_op(g, weight) == "_foreach_mul_" and producer_op(g, bias) == "_foreach_mul_"
+    assert g.tensor(weight).shape == (4, 4) and g.tensor(bias).shape == (4,)
+
+
 def test_writes_through_data_leave_the_model_as_it_was() -> None:
-    for model in (EMATeacher(), ClipsWeights()):
+    for model in (EMATeacher(), ClipsWeights(), WritesThroughDetach()):
         before = {k: (p, p.detach().clone(), p.data_ptr()) for k, p in model.named_parameters()}
         tv.draw_graph(model, input_size=(2, 4))
         tv.summary(model, input_size=(2, 4))
@@ -216,43 +262,13 @@ def test_writes_through_data_leave_the_model_as_it_was() -> None:
 # -- deep nesting ---------------------------------------------------------------------------
 
 
-class Nest(nn.Module):
-    def __init__(self, inner: nn.Module) -> None:
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.inner(x) + 1
-
-
-def nested(levels: int) -> nn.Module:
-    model: nn.Module = nn.Linear(2, 2)
-    for _ in range(levels):
-        model = Nest(model)
-    return model
-
-
-def plain_max_depth(device: str) -> int:
-    """The deepest nesting whose plain forward runs under the default recursion limit."""
-
-    def runs(levels: int) -> bool:
-        try:
-            nested(levels).to(device)(torch.randn(1, 2, device=device))
-        except RecursionError:
-            return False
-        return True
-
-    runs(1)  # lazy imports done
-    lo, hi = 1, 4 * sys.getrecursionlimit()
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if runs(mid) else (lo, mid - 1)
-    return lo
-
-
 @pytest.mark.parametrize("device", ["cpu", "meta"])
 def test_deep_nesting_records_where_the_plain_forward_runs(device: str, tmp_path: Path) -> None:
-    assert sys.getrecursionlimit() == 1000  # the default, as users have it
+    with default_recursion_limit():
+        deep_nesting_records(device, tmp_path)
+
+
+def deep_nesting_records(device: str, tmp_path: Path) -> None:
     levels = plain_max_depth(device) * 9 // 10
     assert levels > 150
     model = nested(levels)
@@ -365,3 +381,64 @@ def test_vmap_variants_are_connected() -> None:
         assert [g.nodes[i].op for i in sorted(ancestors(g, output)) if g.nodes[i].kind == "function"] == ops, case
         assert g.inputs[0] in ancestors(g, output), case  # the output depends on the input
         assert not [t for t in g.tensors() if t.role == "constant"], case
+
+
+class KeepsNothing(nn.Module):
+    """Notes whether the tensors made inside a vmap outlive it (they do not without us)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        refs = []
+
+        def f(r: torch.Tensor) -> torch.Tensor:
+            y = r * 2
+            refs.append(weakref.ref(torch._C._functorch.get_unwrapped(y)))
+            return y.sum()
+
+        out = torch.vmap(f)(x)
+        gc.collect()
+        self.alive = [w() is not None for w in refs]
+        return out
+
+
+def test_vmap_intermediates_are_freed_as_without_recording() -> None:
+    model = KeepsNothing()
+    model(torch.randn(2, 4))
+    assert model.alive == [False]
+    g = record(model, torch.randn(2, 4))
+    assert model.alive == [False]
+    assert [f.op for f in g.functions()] == ["mul", "sum", "vmap"]
+
+
+class TwoVmaps(nn.Module):
+    """The same per-sample op in two vmaps (chunked, then whole): meta replay would stand a
+    plain tensor in for the second one's batched result."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.vmap(torch.sin, chunk_size=1)(x) + torch.vmap(torch.sin)(x)
+
+
+def test_vmap_on_meta_is_the_graph_on_cpu() -> None:
+    graphs = [tv.draw_graph(TwoVmaps(), input_size=(2, 4), device=d).graph for d in ("cpu", "meta")]
+    cpu, meta = ([(n.kind, n.name, getattr(n, "shape", None)) for n in g.nodes] for g in graphs)
+    assert meta == cpu
+    assert [f.op for f in graphs[1].functions()].count("vmap") == 3
+
+
+class LongVmap(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def f(r: torch.Tensor) -> torch.Tensor:
+            for _ in range(50):
+                r = r * 1.5
+            return r
+
+        return torch.vmap(f)(x)
+
+
+def test_vmap_intermediates_leave_no_bookkeeping_behind() -> None:
+    model = LongVmap()
+    with Recorder(model) as rec:
+        seen = []
+        model.register_forward_hook(lambda *_: seen.append(len(rec._session.unwrapped)))  # type: ignore[union-attr]
+        model(torch.randn(2, 4))
+    assert seen == [1]  # the output's, not yet handed out: the 49 intermediates' went with them
+    assert [f.op for f in rec.graph.functions()].count("mul") == 50

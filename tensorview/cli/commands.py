@@ -145,14 +145,17 @@ def summary(ns: argparse.Namespace, progress: Progress) -> int:
         )
     target = build_target(ns, progress)
     specs = inputs.choose(ns.input_size or [], target.inputs, ns.target)
-    options: dict[str, Any] = {"device": ns.device, "mode": ns.mode, "depth": ns.depth}
+    options: dict[str, Any] = {"device": ns.device, "mode": ns.mode, "depth": ns.depth, "verbose": 0}
     accepted = _parameters(fn)
     options = {k: v for k, v in options.items() if v is not None and (accepted is None or k in accepted)}
     with progress.step(f"costing {type(target.model).__name__} on {ns.device} with {inputs.describe(specs)}"):
         result = fn(target.model, **options, **inputs.call_arguments(specs, ns.device))
     if ns.output:
         with open(ns.output, "w", encoding="utf-8") as f:
-            json.dump(result.to_dict(), f, indent=1)
+            if ns.output.lower().endswith(".txt"):
+                f.write(f"{result}\n")
+            else:
+                json.dump(result.to_dict(), f, indent=1)
         progress.say(f"wrote {ns.output}")
     else:
         print(result)

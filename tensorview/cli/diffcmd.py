@@ -26,8 +26,8 @@ from .values import UsageError
 SAME, DIFFERENT = 0, 1
 
 
-def add_parsers(commands: Any, add_target_options: Any, add_general_options: Any) -> None:
-    """Register ``diff`` and ``fingerprint`` on the subparsers ``commands``."""
+def add_parsers(commands: Any, add_target_options: Any, add_general_options: Any) -> dict[str, Any]:
+    """Register ``diff`` and ``fingerprint`` on the subparsers ``commands``; their parsers."""
     p = commands.add_parser(
         "diff",
         help="compare two models or saved graphs (exit 0 identical, 1 different)",
@@ -51,6 +51,7 @@ def add_parsers(commands: Any, add_target_options: Any, add_general_options: Any
     add_target_options(f)
     _rename_target(f, "TARGET", "the model: a target (see draw) or a saved graph .json")
     add_general_options(f)
+    return {"diff": p, "fingerprint": f}
 
 
 def _rename_target(p: argparse.ArgumentParser, metavar: str, text: str) -> None:

@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from ..errors import InvalidInputError, InvalidTypeError, RecordingError, RenderError
-from . import commands, diffcmd
+from . import commands, diffcmd, memory
 from .parser import build_parser
 from .progress import Progress
 from .values import ModelError, UsageError
@@ -21,6 +21,7 @@ OK, MODEL_ERROR, USAGE_ERROR, INTERRUPTED = 0, 1, 2, 130
 COMMANDS: dict[str, Callable[..., int]] = {
     "draw": commands.draw,
     "summary": commands.summary,
+    "memory": memory.memory,
     "diff": diffcmd.run_diff,
     "fingerprint": diffcmd.run_fingerprint,
 }

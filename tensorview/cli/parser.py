@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
 from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .._version import __version__
+from ..graph import ViewOptions
 from ..render import GRAPH_DIRS, LAYOUTS
 from ..render.themes import STYLES
 from . import values
@@ -20,6 +23,7 @@ EXAMPLES = """examples:
   tensorview draw torchvision:resnet50 --input-size 1,3,224,224 --depth 2 -o resnet50.pdf
   tensorview draw my_project/models.py:build_model --kwargs width=64 --input-size 1,3,32,32 -o net.png
   tensorview summary hf:mixtral --config num_hidden_layers=4
+  tensorview memory hf:llama --config num_hidden_layers=2 --batch 8 --seq-len 4096 --budget 80GiB
   tensorview diff hf:llama hf:mistral --config num_hidden_layers=2 -o diff.svg
   tensorview fingerprint my_project/models.py:build_model --input-size 1,3,32,32
 
@@ -30,10 +34,29 @@ exit status: 0 ok, 1 the model failed (import, build, record, draw), 2 bad usage
 
 class Parser(argparse.ArgumentParser):
     """Usage errors raise ``UsageError`` (``main`` prints them and exits with 2), so the
-    parser can also serve the Sphinx directive without exiting the process."""
+    parser can also serve the Sphinx directive without exiting the process.  A mistyped
+    option gets the closest ones of its command ("did you mean --depth?")."""
+
+    commands: dict[str, argparse.ArgumentParser]
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see {self.prog} --help)")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(self, "commands", {}).get(getattr(ns, "command", None) or "", self)
+            known = [o for a in command._actions for o in a.option_strings]
+            guesses = [
+                f"did you mean {close[0]}?"
+                for e in extras
+                if e.startswith("--")
+                for close in [difflib.get_close_matches(e.partition("=")[0], known, n=1, cutoff=0.6)]
+                if close
+            ]
+            hint = f" ({'; '.join(guesses)})" if guesses else ""
+            command.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return ns
 
 
 def argtype(parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -63,13 +86,18 @@ def build_parser() -> Parser:
         "draw", help="record the model and write a drawing (svg, png, pdf, gv, json...)", description=DESCRIPTION
     )
     summary = commands.add_parser("summary", help="print the cost table: parameters, FLOPs, memory per module")
-    for sub in (draw, summary):
+    memory = commands.add_parser(
+        "memory", help="the memory of a training step: peak, phases, per module; --budget: the largest batch that fits"
+    )
+    parser.commands = {"draw": draw, "summary": summary, "memory": memory}
+    for sub in (draw, summary, memory):
         add_target_options(sub)
         add_general_options(sub)
+    add_memory_options(memory)
     add_view_options(draw)
     from .diffcmd import add_parsers  # tensorview diff, tensorview fingerprint
 
-    add_parsers(commands, add_target_options, add_general_options)
+    parser.commands.update(add_parsers(commands, add_target_options, add_general_options))
     draw.add_argument(
         "-o",
         "--output",
@@ -78,7 +106,13 @@ def build_parser() -> Parser:
         "(svg, png, pdf, gv/dot, json...; default: <target name>.svg); '-' writes to stdout",
     )
     draw.add_argument("--format", metavar="EXT", help="the format when the extension does not say it (svg, gv...)")
-    summary.add_argument("-o", "--output", metavar="PATH", help="write the summary as JSON to PATH (default: print)")
+    summary.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        type=argtype(values.summary_output),
+        help="write the summary to PATH: .json (its to_dict()) or .txt (the table); default: print",
+    )
     summary.add_argument("--depth", type=argtype(values.depth), help="deepest module level in the table")
     return parser
 
@@ -109,53 +143,103 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
         "several inputs (default: token ids or pixel values for hf/timm/torchvision targets)",
     )
     g.add_argument("--seq-len", type=argtype(values.positive), default=128, help="tokens of default text inputs (128)")
-    g.add_argument("--batch-size", type=argtype(values.positive), default=1, help="batch of default inputs (1)")
+    g.add_argument(
+        "--batch-size", "--batch", type=argtype(values.positive), default=1, help="batch of default inputs (1)"
+    )
     g.add_argument("--device", default="meta", help="where to record: meta (default: shapes only, no memory), cpu...")
     g.add_argument("--mode", choices=("eval", "train"), default="eval", help="module mode while recording (eval)")
 
 
+def add_memory_options(p: argparse.ArgumentParser) -> None:
+    p.set_defaults(mode="train")
+    g = p.add_argument_group("training step (tensorview.memory's options)")
+    g.add_argument("--optimizer", default="adam", help="adam (default), adamw, sgd, sgd_momentum, adafactor... or none")
+    g.add_argument(
+        "--autocast", type=argtype(values.autocast), metavar="DTYPE", help="mixed precision: bfloat16, float16"
+    )
+    g.add_argument("--checkpointing", action="append", metavar="PATH,...", help="modules to checkpoint (model.layers)")
+    g.add_argument("--steps", type=argtype(values.positive), default=1, help="training steps in a row (1)")
+    g.add_argument("--accumulate", type=argtype(values.positive), default=1, help="micro-batches per step (1)")
+    g.add_argument("--keep-grads", action="store_true", help="zero_grad(set_to_none=False): gradients stay allocated")
+    g.add_argument(
+        "--budget", metavar="SIZE", help="memory to fit in (80GiB, 24GB): prints the largest batch that fits"
+    )
+    g.add_argument("--depth", type=argtype(values.depth), default=2, help="deepest module level in the table (2)")
+    g.add_argument("-o", "--output", metavar="PATH", help="write the timeline as SVG to PATH (mem.svg)")
+
+
 def add_general_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("messages")
-    g.add_argument("-q", "--quiet", action="store_true", help="no progress lines or hints on stderr")
-    g.add_argument("-v", "--verbose", action="store_true", help="a line for every step, also fast ones")
+    one = g.add_mutually_exclusive_group()
+    one.add_argument("-q", "--quiet", action="store_true", help="no progress lines or hints on stderr")
+    one.add_argument("-v", "--verbose", action="store_true", help="a line for every step, also fast ones")
     g.add_argument("--debug", action="store_true", help="show the traceback of an error")
+
+
+#: the flags of each ``ViewOptions`` field (graph/view.py): ``(flags, argparse keywords)``;
+#: the default is the field's.  ``add_view_options`` refuses a field missing here, so a new
+#: view option cannot be left without a flag (tests/test_cli_options.py checks it too)
+VIEW_FLAGS: dict[str, list[tuple[tuple[str, ...], dict[str, Any]]]] = {
+    "depth": [
+        (
+            ("--depth",),
+            {"type": argtype(values.depth), "help": "module calls at this depth are boxes, deeper ones hidden"},
+        )
+    ],
+    "expand_nested": [(("--expand-nested",), {"action": "store_true", "help": "dashed boxes around opened modules"})],
+    "hide_inner_tensors": [
+        (
+            ("--hide-inner-tensors",),
+            {"action": "store_true", "help": "show only input, output and created tensors (default)"},
+        ),
+        (("--show-inner-tensors",), {"action": "store_false", "help": "show every tensor between ops"}),
+    ],
+    "hide_module_functions": [
+        (
+            ("--show-module-functions",),
+            {"action": "store_false", "help": "open torch.nn leaf modules (Linear, Conv2d) to their ops"},
+        )
+    ],
+    "roll": [(("--roll",), {"action": "store_true", "help": "merge repeated calls of one module"})],
+    "show_shapes": [(("--no-shapes",), {"action": "store_false", "help": "no shapes on the nodes"})],
+    "show_params": [(("--show-params",), {"action": "store_true", "help": "parameter and buffer nodes"})],
+    "fold": [
+        (
+            ("--fold",),
+            {
+                "type": argtype(values.fold),
+                "metavar": "{auto,true,false}",
+                "help": "fold runs of identical sibling calls into one xN box (auto: on big views)",
+            },
+        )
+    ],
+    "open_folds": [
+        (
+            ("--open-folds",),
+            {
+                "type": argtype(values.open_folds),
+                "nargs": "?",
+                "const": True,
+                "metavar": "N",
+                "help": "draw each fold opened on one repeat: the first, or the N-th (negative: from the end)",
+            },
+        )
+    ],
+}
 
 
 def add_view_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("view (draw_graph's options)")
-    g.add_argument(
-        "--depth",
-        type=argtype(values.depth),
-        default=3,
-        help="module calls at this depth are boxes, deeper ones hidden (3)",
-    )
-    g.add_argument("--expand-nested", action="store_true", help="dashed boxes around opened modules")
-    g.add_argument("--roll", action="store_true", help="merge repeated calls of one module")
-    g.add_argument(
-        "--fold",
-        type=argtype(values.fold),
-        default="auto",
-        metavar="{auto,true,false}",
-        help="fold runs of identical sibling calls into one xN box (auto: on big views)",
-    )
-    g.add_argument("--show-params", action="store_true", help="parameter and buffer nodes")
-    g.add_argument("--no-shapes", dest="show_shapes", action="store_false", help="no shapes on the nodes")
-    g.add_argument(
-        "--hide-inner-tensors",
-        dest="hide_inner_tensors",
-        action="store_true",
-        default=True,
-        help="show only input, output and created tensors (default)",
-    )
-    g.add_argument(
-        "--show-inner-tensors", dest="hide_inner_tensors", action="store_false", help="show every tensor between ops"
-    )
-    g.add_argument(
-        "--show-module-functions",
-        dest="hide_module_functions",
-        action="store_false",
-        help="open torch.nn leaf modules (Linear, Conv2d) to their ops",
-    )
+    for field in dataclasses.fields(ViewOptions):
+        flags = VIEW_FLAGS.get(field.name)
+        if flags is None:
+            raise AssertionError(
+                f"ViewOptions.{field.name} has no command-line flag: add it to cli/parser.py VIEW_FLAGS"
+            )
+        for names, kwargs in flags:
+            default = f" ({field.default})" if kwargs.get("action") is None else ""
+            kwargs = {**kwargs, "help": kwargs["help"] + default}
+            g.add_argument(*names, dest=field.name, default=field.default, **kwargs)
     g.add_argument("--graph-dir", choices=GRAPH_DIRS, default="TB", help="direction of the flow (TB)")
     g.add_argument("--graph-name", default=None, help="the drawing's name (default: the target's name)")
     g.add_argument("--number-nodes", action="store_true", help="prefix labels with the execution position")
@@ -170,14 +254,5 @@ def add_view_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-#: ``draw_graph`` view options, set from the parsed namespace
-VIEW_OPTIONS = (
-    "depth",
-    "expand_nested",
-    "hide_inner_tensors",
-    "hide_module_functions",
-    "roll",
-    "show_shapes",
-    "show_params",
-    "fold",
-)
+#: ``draw_graph`` view options, set from the parsed namespace: every field of ``ViewOptions``
+VIEW_OPTIONS = tuple(f.name for f in dataclasses.fields(ViewOptions))

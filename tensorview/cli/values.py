@@ -135,6 +135,14 @@ def parse_input(text: str) -> InputSpec:
     return InputSpec(tuple(int(s) for s in sizes), dtype, name)
 
 
+def autocast(text: str) -> torch.dtype:
+    """A floating dtype for ``--autocast`` (``bf16`` and ``fp16`` too)."""
+    dtype = parse_dtype({"bf16": "bfloat16", "fp16": "float16"}.get(text, text), "--autocast")
+    if not dtype.is_floating_point:
+        raise UsageError(f"--autocast {text!r}: a floating dtype is needed (bfloat16, float16)")
+    return dtype
+
+
 def positive(text: str) -> int:
     """An argparse type: an integer >= 1."""
     if not text.strip().isdigit() or int(text) < 1:
@@ -158,6 +166,26 @@ FOLD_VALUES: dict[str, bool | str] = {
     "on": True,
     "off": False,
 }
+
+
+def open_folds(text: str) -> bool | int:
+    """An argparse type: which repeat of each fold is drawn opened (an int, negative from
+    the end), or true/false."""
+    value = FOLD_VALUES.get(text.strip().lower())
+    if isinstance(value, bool):
+        return value
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"bad open-folds {text!r}: expected the index of a repeat (0, 2, -1), true or false") from None
+
+
+def summary_output(text: str) -> str:
+    """An argparse type: where ``summary -o`` writes, a .json or .txt file."""
+    ext = text.rpartition(".")[2].lower() if "." in text.rpartition("/")[2] else ""
+    if ext not in ("json", "txt"):
+        raise UsageError(f"bad summary output {text!r}: expected a .json file (the data) or a .txt file (the table)")
+    return text
 
 
 def fold(text: str) -> bool | str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import InvalidInputError, InvalidTypeError
 from ..graph import Graph, ViewOptions
+from ..render.escape import file_name
 from .nodes import ModuleNode, Node, OrderedSet, TensorNode, build, traverse
 
 
@@ -41,7 +42,8 @@ class TorchviewExtras:
             raise InvalidInputError("filename must not be empty (None: '<graph_name>.gv')")
 
     def file_name(self, graph_name: str) -> str:
-        return self.filename if self.filename is not None else f"{graph_name}.gv"
+        # the name is user data: a safe file name inside ``directory`` (``../x`` stays in)
+        return self.filename if self.filename is not None else f"{file_name(graph_name)}.gv"
 
 
 class TorchviewAPI:

@@ -13,6 +13,7 @@ and buffers left out: torchview never sees them as inputs).
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -23,19 +24,23 @@ from ..graph import TensorNode as IRTensor
 
 
 class OrderedSet(list):  # type: ignore[type-arg]
-    """A list that keeps each item once, in insertion order (torchview's ``NodeContainer``)."""
+    """A list that keeps each item once, in insertion order (torchview's ``NodeContainer``);
+    ``add`` tests membership by identity in constant time."""
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         super().__init__()
+        self._ids: set[int] = set()
         for item in items:
             self.add(item)
 
     def add(self, item: Any) -> None:
-        if item not in self:
+        if id(item) not in self._ids:
+            self._ids.add(id(item))
             self.append(item)
 
     def discard(self, item: Any) -> None:
-        if item in self:
+        if id(item) in self._ids:
+            self._ids.discard(id(item))
             self.remove(item)
 
 
@@ -110,7 +115,19 @@ class FunctionNode(_CallNode):
 def build(graph: Graph, attributes: dict[int, str] | None) -> tuple[dict[Any, list[Any]], dict[int, Node]]:
     """``(node_hierarchy, nodes by IR id)``: every module call a ``{ModuleNode: [contents]}``
     dict in execution order, inside one outer container of depth -1 that also holds the
-    inputs (as torchview nests them)."""
+    inputs (as torchview nests them).  The cycle collector is off meanwhile: the many
+    small long-lived objects made here would trigger full collections of a big heap
+    (1 s of 1.5 s for Llama-3-70B's 11k nodes)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(graph, attributes)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build(graph: Graph, attributes: dict[int, str] | None) -> tuple[dict[Any, list[Any]], dict[int, Node]]:
     outputs = set(graph.outputs)
     by_id: dict[int, Node] = {}
     for n in graph.nodes:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..errors import InvalidInputError, InvalidTypeError, choices_error
+from ..errors import InvalidInputError, InvalidTypeError, choices_error, shown
 from ..graph import FunctionNode, Graph, ModuleNode, TensorNode, unhandled
 from .fmt import Bytes, Count, Flops
 from .memory import tensor_nbytes
@@ -47,7 +47,7 @@ def check_stats(stats: Any, *, runs: bool = True) -> tuple[str, ...]:
     if isinstance(stats, str):
         stats = (stats,)
     if not isinstance(stats, (tuple, list)) or not all(isinstance(s, str) for s in stats):
-        raise InvalidTypeError(f"stats must be a tuple of names from {list(STATS)}, got {stats!r:.80}")
+        raise InvalidTypeError(f"stats must be a tuple of names from {list(STATS)}, got {shown(stats)}")
     for s in stats:
         if s not in STATS:
             raise choices_error("stat", s, STATS)

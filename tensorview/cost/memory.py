@@ -195,7 +195,9 @@ class SavedTensors:
             if per_key is None:
                 per_key = table[self.current] = {}
             per_key[sid] = nbytes
-        return t
+            # a detached alias (autograd's default): a saved output ``t`` itself would hold its
+            # own grad_fn, a cycle through C++ that the garbage collector cannot see
+            return t.detach()
 
     @staticmethod
     def _unpack(t: torch.Tensor) -> torch.Tensor:

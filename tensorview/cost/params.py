@@ -1,6 +1,7 @@
 """Parameter accounting and the model-wide training-memory estimate.
 
-Every total counts a parameter once, however many modules hold it or calls use it (tied
+A lazy module's parameters (``nn.LazyLinear`` before its first forward) have no shape
+yet and count 0.  Every total counts a parameter once, however many modules hold it or calls use it (tied
 embeddings, weight sharing, one module registered under two names): a parameter is one
 ``nn.Parameter`` object, as in ``model.parameters()``.  ``trainable`` counts those with
 ``requires_grad``.  Buffers are counted apart (elements and bytes), never as parameters.
@@ -31,6 +32,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from ..errors import InvalidInputError, choices_error
 
@@ -68,8 +70,8 @@ class ParamTotals:
 
 def param_totals(model: nn.Module) -> ParamTotals:
     """Unique parameter and buffer counts of ``model`` (works on meta)."""
-    params = list(model.parameters())  # each Parameter object once
-    buffers = list(model.buffers())
+    params = [p for p in model.parameters() if not is_lazy(p)]  # each Parameter object once
+    buffers = [b for b in model.buffers() if not is_lazy(b)]
     trainable = [p for p in params if p.requires_grad]
     return ParamTotals(
         total_params=sum(p.numel() for p in params),
@@ -163,6 +165,9 @@ def _counts(module: nn.Module) -> tuple[list[nn.Parameter], tuple[int, int, int,
     else:
         params = list({id(p): p for p in module._parameters.values() if p is not None}.values())
         buffers = list({id(b): b for b in module._buffers.values() if b is not None}.values())
+    if any(is_lazy(t) for t in (*params, *buffers)):  # no shape before the first forward: 0
+        params = [p for p in params if not is_lazy(p)]
+        buffers = [b for b in buffers if not is_lazy(b)]
     n = trainable = nbytes = 0
     for p in params:
         k = p.numel()

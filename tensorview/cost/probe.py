@@ -80,6 +80,7 @@ class CostProbe(Probe):
         self._stack: list[Any] = []
         self._calls: list[ModuleNode] = []
         self._modules: list[nn.Module] = []
+        self._entered = False
 
     def _set(self, key: Any) -> None:
         self._counter.current = key
@@ -94,11 +95,18 @@ class CostProbe(Probe):
         # at its first call: here at the root, not under the deepest op of a deep model
         importlib.import_module("torch._dynamo")
 
+        self._entered = False  # stop() leaves the modes only where start() entered them
         self._counter = ReplayingOpFlops() if self.replay else OpFlops()
-        self._saved = SavedTensors(module) if self.measure_saved and torch.is_grad_enabled() else None
+        self._saved = None
+        saved = SavedTensors(module) if self.measure_saved and torch.is_grad_enabled() else None
         self._counter.__enter__()
-        if self._saved is not None:
-            self._saved.__enter__()
+        if saved is not None:
+            try:
+                saved.__enter__()
+            except BaseException:
+                self._counter.__exit__(None, None, None)
+                raise
+        self._saved, self._entered = saved, True
         self._set(root.id)
 
     def enter_call(self, m: ModuleNode, module: nn.Module) -> None:
@@ -124,6 +132,10 @@ class CostProbe(Probe):
 
     def stop(self) -> None:
         counter, saved = self._counter, self._saved
+        if not self._entered:  # start() failed: its error is the one to see
+            self._modules, self._stack = [], []
+            return
+        self._entered = False
         try:
             if saved is not None:
                 saved.__exit__(None, None, None)

@@ -10,55 +10,27 @@ what each number includes.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import torch
+from torch import nn
+from torch.nn.parameter import is_lazy
 
-from ..errors import InvalidInputError, InvalidTypeError
-from ..graph import Graph, Shape, ir_of
+from ..errors import InvalidInputError, InvalidTypeError, shown
+from ..graph import Graph, ir_of
+from .columns import TableOptions
+from .facts import ModuleFacts, module_facts, static_rows
 from .layers import activation_bytes
-from .params import ParamTotals, TrainingMemory, training_memory_of
+from .params import ParamTotals, TrainingMemory, param_totals, training_memory_of
 from .record import CostRecord
+from .row import Row
 
 __all__ = ["Row", "Summary", "check_options"]
 
 SCHEMA = "tensorview.summary"
 SCHEMA_VERSION = 1
 _SAME: Any = object()
-
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-    """One module call.  ``params``/``trainable_params``/``buffers``: elements of the
-    module (recursively, each once); ``flops``, ``uncounted`` (op calls without a FLOP
-    formula), ``saved_bytes`` (saved for backward, each storage once; None when not
-    measured): over everything the call ran; ``activation_bytes``: bytes of its results.
-    ``shared_with``: paths of modules outside this one holding ``shared_params`` of its
-    parameter elements; ``repeat``: the module was called before (its parameters are
-    counted at its first call)."""
-
-    id: int
-    path: str
-    cls: str
-    depth: int
-    call_index: int
-    output_shapes: tuple[Shape, ...]
-    params: int
-    trainable_params: int
-    buffers: int
-    flops: int
-    uncounted: int
-    activation_bytes: int
-    saved_bytes: int | None
-    shared_params: int
-    shared_with: tuple[str, ...]
-    repeat: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["output_shapes"] = [list(s) for s in self.output_shapes]
-        d["shared_with"] = list(self.shared_with)
-        return d
 
 
 def _state_dtype(value: Any) -> torch.dtype | None:
@@ -69,14 +41,19 @@ def _state_dtype(value: Any) -> torch.dtype | None:
         if isinstance(dt, torch.dtype):
             return dt
         raise InvalidInputError(f"unknown state_dtype {value!r}: a torch dtype such as torch.float32 or 'bfloat16'")
-    raise InvalidTypeError(f"state_dtype must be a torch.dtype, a dtype name or None, got {value!r:.80}")
+    raise InvalidTypeError(f"state_dtype must be a torch.dtype, a dtype name or None, got {shown(value)}")
+
+
+def _leaves(rows: list[Row]) -> list[Row]:
+    """Rows of calls that called no submodule (no deeper row follows them)."""
+    return [r for i, r in enumerate(rows) if i + 1 == len(rows) or rows[i + 1].depth <= r.depth]
 
 
 def _depth(value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidTypeError(f"depth must be an int or None, got {value!r:.80}")
+        raise InvalidTypeError(f"depth must be an int or None, got {shown(value)}")
     if value < 0:
         raise InvalidInputError(f"depth must be >= 0, got {value!r}")
     return value
@@ -100,7 +77,11 @@ class Summary:
     """Parameters, FLOPs and memory of one recorded forward, per module call (``rows``)
     and in total.  ``depth``: how deep the table goes (None: every call);
     ``optimizer``/``state_dtype``: what the training-memory estimate assumes (Adam: two
-    states per trainable parameter; the states' dtype, default the parameters')."""
+    states per trainable parameter; the states' dtype, default the parameters');
+    ``options``: the table's columns and rows (:func:`.columns.table_options`);
+    ``facts``: kernel sizes, groups and parameters by module path (:mod:`.facts`).
+    ``graph`` None with ``rows``: the parameter table of a model no forward ran for
+    (:meth:`of_model`)."""
 
     def __init__(
         self,
@@ -110,12 +91,20 @@ class Summary:
         depth: int | None = 3,
         optimizer: str | int = "adam",
         state_dtype: torch.dtype | str | None = None,
+        options: TableOptions | None = None,
+        facts: Mapping[str, ModuleFacts] | None = None,
+        rows: list[Row] | None = None,
     ) -> None:
-        #: the recorded graph (a drawable ``ComputationGraph`` from ``tv.summary``)
+        #: the recorded graph (a drawable ``ComputationGraph`` from ``tv.summary``; None
+        #: when no forward ran)
         self.graph = graph
         self.record = record
         self.depth = _depth(depth)
         self.state_dtype = _state_dtype(state_dtype)
+        self.options = options if options is not None else TableOptions()
+        self.facts: dict[str, ModuleFacts] = dict(facts or {})
+        #: whether a forward ran (False: ``tv.summary(model)`` without inputs)
+        self.forward = graph is not None
         r = record
         self.total_params = r.totals.total_params
         self.trainable_params = r.totals.trainable_params
@@ -124,6 +113,8 @@ class Summary:
         self.param_bytes = r.totals.param_bytes
         self.buffer_bytes = r.totals.buffer_bytes
         self.total_flops = r.total_flops
+        #: multiply-adds (torchinfo's name): half the FLOPs, every op with a formula
+        self.total_mult_adds = r.total_flops // 2
         #: ``{aten op: calls}`` of the ops torch has no FLOP formula for, most called first
         self.uncounted = dict(r.total_uncounted)
         self.uncounted_calls = r.uncounted_calls
@@ -132,7 +123,59 @@ class Summary:
         self.training_memory: TrainingMemory = training_memory_of(
             r.totals, activation_bytes=self.saved_bytes or 0, optimizer=optimizer, state_dtype=self.state_dtype
         )
-        self.rows = self._rows(ir_of(graph, "Summary"))
+        g = ir_of(graph, "Summary") if graph is not None else None
+        self.rows = self._rows(g) if g is not None else list(rows or [])
+        #: the shapes given, or the sizes of the tensors in ``input_data`` (torchinfo's)
+        self.input_size: Any = []
+        #: bytes of the input tensors (torchinfo's ``total_input``), 0 without a forward
+        self.total_input = sum(activation_bytes(g, i) for i in g.inputs) if g is not None else 0
+        #: parameters and buffers of lazy modules not materialised yet (counted as 0)
+        self.uninitialised = 0
+        #: why ``device="auto"`` recorded on the model's device instead of meta ("" where it did not)
+        self.fallback = ""
+        #: torchinfo's "Forward/backward pass size": twice the output bytes of every call
+        #: of a module with parameters and no submodule calls (``saved_bytes`` is measured)
+        self.total_output_bytes = 2 * sum(r.activation_bytes for r in _leaves(self.rows) if r.params)
+
+    @classmethod
+    def of_model(
+        cls,
+        model: nn.Module,
+        *,
+        depth: int | None = 3,
+        optimizer: str | int = "adam",
+        state_dtype: torch.dtype | str | None = None,
+        options: TableOptions | None = None,
+    ) -> Summary:
+        """The parameter table of ``model``, no forward run: every module under each of
+        its names, in registration order, with its parameters (recursively, each once),
+        trainable ones and sharing (:func:`.facts.static_rows`)."""
+        rows = static_rows(model)
+        record = CostRecord({}, {}, {}, {}, param_totals(model), 0, {}, 0, 0, False)
+        facts = module_facts(model)
+        lazy = sum(1 for t in (*model.parameters(), *model.buffers()) if is_lazy(t))
+        s = cls(
+            None,
+            record,
+            depth=depth,
+            optimizer=optimizer,
+            state_dtype=state_dtype,
+            options=options,
+            facts=facts,
+            rows=rows,
+        )
+        s.uninitialised = lazy
+        return s
+
+    @property
+    def summary_list(self) -> list[Row]:
+        """torchinfo's name for ``rows``."""
+        return self.rows
+
+    @property
+    def total_param_bytes(self) -> int:
+        """torchinfo's name for ``param_bytes``."""
+        return self.param_bytes
 
     @property
     def training_memory_bytes(self) -> int:
@@ -166,16 +209,23 @@ class Summary:
                     shared_params=p.shared_params,
                     shared_with=p.shared_with,
                     repeat=p.repeat,
+                    input_shapes=tuple(g.shapes(g.input_tensors(m.id))),
                 )
             )
         return rows
 
     # -- output ----------------------------------------------------------------------------
-    def table(self, depth: Any = _SAME) -> str:
-        """The table down to ``depth`` (default: the summary's ``depth``; None: every call)."""
+    def table(self, depth: Any = _SAME, *, fold: Any = _SAME) -> str:
+        """The table down to ``depth`` (default: the summary's ``depth``; None: every call);
+        ``fold=False`` lists every call of repeated blocks (default: the summary's)."""
         from .table import render
 
-        return render(self, self.depth if depth is _SAME else _depth(depth))
+        opts = self.options
+        if fold is not _SAME:
+            if not isinstance(fold, bool):
+                raise InvalidTypeError(f"fold must be True or False, got {fold!r:.80}")
+            opts = dataclasses.replace(opts, fold=fold)
+        return render(self, self.depth if depth is _SAME else _depth(depth), opts)
 
     def __str__(self) -> str:
         return self.table()
@@ -196,7 +246,8 @@ class Summary:
                 "buffers": self.buffers,
                 "param_bytes": self.param_bytes,
                 "buffer_bytes": self.buffer_bytes,
-                "flops": self.total_flops,
+                "flops": self.total_flops if self.forward else None,
+                "mult_adds": self.total_mult_adds if self.forward else None,
                 "uncounted_calls": self.uncounted_calls,
                 "saved_bytes": self.saved_bytes,
                 "saved_param_bytes": self.record.saved_param_bytes if self.saved_bytes is not None else None,

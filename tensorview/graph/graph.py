@@ -15,7 +15,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..errors import InvalidTypeError
+from ..errors import InvalidTypeError, shown
 from .annotations import WARNING_LAYER, Annotations
 from .nodes import FunctionNode, ModuleNode, Node, Shape, TensorNode
 
@@ -220,6 +220,6 @@ def ir_of(graph: object, what: str) -> Graph:
     if not isinstance(ir, Graph):
         raise InvalidTypeError(
             f"{what} needs a tensorview Graph or ComputationGraph (what draw_graph and tv.record return, "
-            f"or its .graph), got {type(graph).__name__}: {graph!r:.80}"
+            f"or its .graph), got {type(graph).__name__}: {shown(graph)}"
         )
     return ir

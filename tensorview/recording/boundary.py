@@ -8,7 +8,6 @@ from __future__ import annotations
 import gc
 import inspect
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any
 
 import torch
@@ -20,6 +19,7 @@ from .calls import ModuleScope
 from .compiled import EAGER_STANCE
 from .dtensors import PLACEMENT_LAYER, placements
 from .inference import InferenceWrites
+from .modes import close_mode_guards, hidden_modes, mode_stack, set_mode_stack
 from .modulecall import MODULE_CALL
 from .optable import MODULE_ATTRS, PLAIN_TYPES, version
 from .state import Frame
@@ -37,6 +37,8 @@ _set_tf_state: Any = getattr(torch._C, "_set_torch_function_state", None)
 
 class RootBoundary(ModuleScope):
     _mode: TorchFunctionMode
+    _theirs: list[Any] | None = None  # the modes on the stack when the root call started
+    _probes_stopped = _reguarded = _stance_released = False
 
     def root_call(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -55,10 +57,12 @@ class RootBoundary(ModuleScope):
     def _record_root(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        first = next(iter(flat_tensors((args, kwargs), objects=True)), None)
-        if self.device is None and first is not None and first.device.type != "cpu":
-            self.device = first.device
-        on_meta = (first is not None and first.is_meta) or (self.device is not None and self.device.type == "meta")
+        with _Disable():  # (no mode of the caller sees tensorview's own calls: modes.py)
+            first = next(iter(flat_tensors((args, kwargs), objects=True)), None)
+            if self.device is None and first is not None and first.device.type != "cpu":
+                self.device = first.device
+            on_meta = (first is not None and first.is_meta) or (self.device is not None and self.device.type == "meta")
+            inference = torch.is_inference_mode_enabled() or (first is not None and first.is_inference())
         if not on_meta:
             self.meta_cache = None  # replay is for meta only: keep it off the hot path elsewhere
         with _Disable():
@@ -66,9 +70,11 @@ class RootBoundary(ModuleScope):
         # Ctrl-C is deferred here (interrupts.py) except while the forward itself runs; the
         # finally undoes whatever of this setup happened, also after an ordinary exception
         tf_state = _get_tf_state() if _get_tf_state is not None else None
+        self._theirs = mode_stack()  # the caller's modes: put back as they are when the call ends
         self.stack.append(Frame(module, root, leaf=not module._modules))
         self.running = True
         stance = unguarded = False
+        self._probes_stopped = self._reguarded = self._stance_released = False  # (clean-up steps done)
         try:
             if self.probes is not None:
                 self.probes.start(root, module)
@@ -77,8 +83,10 @@ class RootBoundary(ModuleScope):
             if EAGER_STANCE.eager:  # nothing is traced now: module calls skip the Dynamo guard
                 MODULE_CALL.unguard()
                 unguarded = True
-            self._mode.__enter__()
-            if torch.is_inference_mode_enabled() or (first is not None and first.is_inference()):
+            # ours at the bottom: the caller's modes see the model's calls as without us, and
+            # none of tensorview's own (which run with torch functions off)
+            set_mode_stack([self._mode, *hidden_modes(), *self._theirs])
+            if inference:
                 self.writes = InferenceWrites()  # no version counters: catch writes (inference.py)
                 self.writes.push()
             with _Disable():
@@ -95,66 +103,86 @@ class RootBoundary(ModuleScope):
             self.failure = self.failure_exc = None
         except BaseException as e:
             interrupts.block()
-            _close_mode_guards(e.__traceback__)
+            close_mode_guards(e.__traceback__)
             with _Disable():
                 self.close_methods(failed=True)
             self.builder.fail_call(root)
             self.failed(e, "", None)
             raise
         finally:
-            interrupts.block()
-            if tf_state is not None:  # a `with _Disable()` left by an interrupt in our code
-                _set_tf_state(tf_state)
-            self._pop_mode()
-            try:
-                if self.undo is not None:  # modules converted inside forward (convert.py)
-                    self.undo.restore(self.kept)
-                if self.kept is not None:  # parameters the forward wrote in place (keep.py)
-                    self.kept.restore()
-                placed = placements(self.sources)  # DTensors: where each is sharded (dtensors.py)
-                if placed:
-                    self.graph.annotations.set(PLACEMENT_LAYER, placed)
-                if self.probes is not None:
-                    self.probes.stop()
-                    for name, values in self.probes.layers().items():
-                        self.graph.annotations.set(name, values)
-            finally:
-                with _Disable():
-                    self._strip_escaped(module, args, kwargs)
-                self.running = False
-                self.done = True
-                self.stack.clear()
-                self.sources.clear()
-                self.mutations.clear()
-                self.data_links.clear()
-                self.unwrapped.clear()
-                self.originals.clear()
-                self.plain_of.clear()
-                if self.writes is not None:
-                    self.writes.close()
-                    self.writes = None
-                if unguarded:
-                    MODULE_CALL.reguard()
-                if stance:
-                    EAGER_STANCE.release()
-                self.leaky.clear()
-                # what only recording needed: a kept Recorder holds the graph and little else
-                self.module_names.clear()
-                self.found_modules.clear()
-                self.tree.clear()
-                self.param_names.clear()
-                self.shapes.clear()
-                self.builder.close()
+            # each step to its end, also when an asynchronous exception lands in one
+            caught = interrupts.run_steps(
+                lambda: self._restore_state(tf_state),
+                lambda: self._end_probes(),
+                lambda: self._strip(module, args, kwargs),
+                lambda: self._forget(),
+                lambda: self._release_stance(unguarded, stance),
+            )
+            if caught is not None:
+                raise caught
         return out
 
+    def _restore_state(self, tf_state: Any) -> None:
+        interrupts.block()
+        if tf_state is not None:  # a `with _Disable()` left by an interrupt in our code
+            _set_tf_state(tf_state)
+        self._pop_mode()
+        if self.undo is not None:  # modules converted inside forward (convert.py)
+            self.undo.restore(self.kept)
+        if self.kept is not None:  # parameters the forward wrote in place (keep.py)
+            self.kept.restore()
+
+    def _end_probes(self) -> None:
+        placed = placements(self.sources)  # DTensors: where each is sharded (dtensors.py)
+        if placed:
+            self.graph.annotations.set(PLACEMENT_LAYER, placed)
+        probes = self.probes
+        if probes is not None and not self._probes_stopped:
+            self._probes_stopped = True
+            probes.stop()
+            for name, values in probes.layers().items():
+                self.graph.annotations.set(name, values)
+
+    def _strip(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        with _Disable():
+            self._strip_escaped(module, args, kwargs)
+
+    def _forget(self) -> None:
+        self.running = False
+        self.done = True
+        self.stack.clear()
+        self.sources.clear()
+        self.mutations.clear()
+        self.data_links.clear()
+        self.unwrapped.clear()
+        self.originals.clear()
+        self.plain_of.clear()
+        if self.writes is not None:
+            self.writes.close()
+            self.writes = None
+        self.leaky.clear()
+        # what only recording needed: a kept Recorder holds the graph and little else
+        self.module_names.clear()
+        self.found_modules.clear()
+        self.tree.clear()
+        self.param_names.clear()
+        self.shapes.clear()
+        self.builder.close()
+
+    def _release_stance(self, unguarded: bool, stance: bool) -> None:
+        if unguarded and not self._reguarded:
+            MODULE_CALL.reguard()
+            self._reguarded = True
+        if stance and not self._stance_released:
+            EAGER_STANCE.release()
+            self._stance_released = True
+
     def _pop_mode(self) -> None:
-        """Take our mode off the stack, with any a failed forward left above it."""
-        depth = torch._C._len_torch_function_stack()
-        for i in range(depth - 1, -1, -1):
-            if torch._C._get_function_stack_at(i) is self._mode:
-                for _ in range(depth - i):
-                    torch._C._pop_torch_function_stack()
-                return
+        """Take our mode off the stack, with any a failed forward left: the caller's modes
+        stay, as they were (idempotent)."""
+        theirs = self._theirs
+        if theirs is not None and mode_stack() != theirs:
+            set_mode_stack(theirs)
 
     def _strip_escaped(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """No RecorderTensor may outlive the recording: not in a cache object the caller
@@ -264,19 +292,3 @@ class RootBoundary(ModuleScope):
         out = map_tensors(out, unwrap)
         strip_in_place(out, recorded, unwrap)  # e.g. a KV cache object returned
         return out
-
-
-_POP_MODE_CODE = getattr(getattr(torch.overrides, "_pop_mode_temporarily", None), "__wrapped__", None)
-_POP_MODE_CODE = getattr(_POP_MODE_CODE, "__code__", None)
-
-
-def _close_mode_guards(tb: TracebackType | None) -> None:
-    """An interrupt that lands in torch's ``_pop_mode_temporarily`` (around a mode's
-    ``__torch_function__``) after it popped our mode leaves pushing it back to the
-    generator's finaliser, which runs after the recording ended and leaves our mode on the
-    stack: close such generators now, while the clean-up can still take the mode off."""
-    while tb is not None and _POP_MODE_CODE is not None:
-        gen: Any = getattr(tb.tb_frame.f_locals.get("self"), "gen", None)
-        if getattr(gen, "gi_code", None) is _POP_MODE_CODE and gen.gi_frame is not None:
-            gen.close()
-        tb = tb.tb_next

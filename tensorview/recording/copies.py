@@ -124,28 +124,32 @@ def _swap(value: Any, memo: dict[int, nn.Module], depth: int) -> Any:
     return type(value)(items) if any(a is not b for a, b in zip(items, value)) else value
 
 
-#: copy -> {id(module of the original): (that module, its copy)}, for as long as the copy
-#: lives (the originals are held, so their ids stay theirs)
-_STAND_INS: weakref.WeakKeyDictionary[nn.Module, dict[int, tuple[nn.Module, nn.Module]]] = weakref.WeakKeyDictionary()
+#: copy -> {id(module of the original): (that module, a weak reference to its copy)}, for as
+#: long as the copy lives (the originals are held, so their ids stay theirs; the copies
+#: are not: a copy's submodule holding its root would keep the key alive)
+_STAND_INS: weakref.WeakKeyDictionary[nn.Module, dict[int, tuple[nn.Module, Any]]] = weakref.WeakKeyDictionary()
 
 
 def remember(original: nn.Module, clone: nn.Module) -> nn.Module:
-    """Note that ``clone`` is a copy of ``original`` (same module paths); returns ``clone``.
-    Its root is left out (the copy would hold itself: the weak key would never die)."""
+    """Note that ``clone`` is a copy of ``original`` (same module paths); returns ``clone``."""
     if clone is not original:
         copies = dict(clone.named_modules(remove_duplicate=False))
         pairs = {}
         for name, m in original.named_modules(remove_duplicate=False):
             c = copies.get(name)
-            if name and c is not None and c is not m:
-                pairs[id(m)] = (m, c)
+            if c is not None and c is not m:
+                pairs[id(m)] = (m, weakref.ref(c))
         _STAND_INS[clone] = pairs
     return clone
 
 
 def stand_ins(clone: nn.Module) -> dict[int, tuple[nn.Module, nn.Module]] | None:
     """For a copy made by ``remember``: ``id(original module) -> (original, copy)``."""
-    return _STAND_INS.get(clone) or None
+    pairs = _STAND_INS.get(clone)
+    if not pairs:
+        return None
+    found = {k: (m, ref()) for k, (m, ref) in pairs.items()}
+    return {k: v for k, v in found.items() if v[1] is not None} or None
 
 
 def own_buffers(model: nn.Module) -> None:

@@ -157,6 +157,22 @@ _SYMBOL_NEEDS_NUMBER = (
 )
 
 
+def script_hint(model: nn.Module, path: str, cause: str) -> str:
+    """What to do when a TorchScript submodule (``torch.jit.script``/``trace``) failed on
+    the meta device ("" otherwise): its compiled code runs as one opaque call."""
+    try:
+        module = model.get_submodule(path)
+    except AttributeError:
+        return ""
+    if not isinstance(module, torch.jit.ScriptModule) or "meta" not in cause:
+        return ""
+    return (
+        f"{f'module {path!r}' if path else 'the model'} is a TorchScript module: its compiled code runs as one call "
+        "tensorview cannot see into, and it does not run on the meta device. Record with "
+        "real tensors (device='cpu'), or draw the eager module, before torch.jit.script/trace"
+    )
+
+
 def failure_hint(exc: BaseException, op: str, model: nn.Module) -> str:
     """What to do about a forward that failed for want of tensor values ("" if the failure
     is of another kind).  ``op`` is the op that raised ("" for ``.item()``-like queries)."""

@@ -22,9 +22,10 @@ from ..errors import (
     RecordingError,
     add_hint,
     describe,
+    shown,
 )
 from .tree import map_tensors
-from .values import remember
+from .values import keep_values
 
 #: the largest size of one dimension torch can hold
 MAX_DIM = 2**63 - 1
@@ -47,11 +48,7 @@ def summary(value: Any) -> str:
     device (never their values), anything else as a repr cut at 80 characters."""
     if isinstance(value, torch.Tensor):
         return f"tensor(shape={tuple(value.shape)}, dtype={value.dtype}, device={value.device})"
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
-        text = f"<{type(value).__name__} object>"
-    return text if len(text) <= 80 else text[:77] + "..."
+    return shown(value)  # (a broken __repr__ never hides the real error)
 
 
 def check_model(model: Any, who: str) -> None:
@@ -105,7 +102,7 @@ def to_device(value: Any, device: torch.device | None, what: str) -> Any:
                 f"moved to {device} (the recording device); pass device='meta' to record on "
                 f"meta (your model is copied there, not moved), or give inputs with data"
             )
-        return remember(t.to(device), t)  # on meta, small tensors keep their values (values.py)
+        return keep_values(t.to(device), t)  # on meta, small tensors keep their values (values.py)
 
     return map_tensors(value, move)
 

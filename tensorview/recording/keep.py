@@ -14,15 +14,20 @@ An op writes its first tensor argument (or a view of a parameter) when its name 
 ``_`` (``mul_``, ``copy_``, ``zero_``, ``uniform_``), is an in-place operator
 (``__setitem__``, ``__iadd__``...), or it has ``inplace=True`` or ``out=``; a write of
 ``p.data`` (an alias with a version counter of its own: the session's ``data_links``) is
-a write of ``p``, and ``p.data = x`` replaces it (it gets its own tensor back).  Writes
+a write of ``p``, and so is one of a tensor sharing ``p``'s storage (``p.detach()``, the
+values of ``state_dict()``, a ``_foreach_`` op's list: timm's EMA); ``p.data = x``
+replaces it (it gets its own tensor back).  Writes
 the recorder cannot see are not caught: a kernel inside an opaque (TorchScript) module.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
+
+from .inference import storage_id
 
 _IN_PLACE_OPERATORS = frozenset(
     {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__"}
@@ -48,39 +53,73 @@ class KeptParameters:
     share no version counter with the tensor they write (``p.data``: storage key ->
     (owner, p)), whose writes are writes of ``p``."""
 
-    def __init__(self, owned: dict[int, Any], links: dict[int, tuple[Any, torch.Tensor]] | None = None) -> None:
+    def __init__(
+        self,
+        owned: dict[int, Any],
+        links: dict[int, tuple[Any, torch.Tensor]] | None = None,
+        tensors: Sequence[Any] = (),
+    ) -> None:
         self.owned = owned
         self.links = links if links is not None else {}
+        #: the model's parameters and buffers (among other objects): by storage, when needed
+        self.tensors = tensors
+        self.by_storage: dict[int, torch.Tensor] | None = None
         #: id -> (parameter, its values, the tensor it held: ``p.data`` when saved)
         self.saved: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+        #: ids of the saved ones whose tensor was replaced (``p.data = x``)
+        self.replaced: set[int] = set()
 
     def save(self, p: torch.Tensor) -> None:
-        """Save ``p`` if it is one of the model's, before its first write."""
-        if id(p) in self.owned and id(p) not in self.saved:
-            with torch._C.DisableTorchFunction(), torch.no_grad():
-                self.saved[id(p)] = (p, p.detach().clone(), p.data)
+        """``p.data = x`` is about to replace ``p``'s tensor: save ``p`` if it is one of
+        the model's (before its first write), to give it its own tensor back."""
+        if id(p) in self.owned:
+            if id(p) not in self.saved:
+                with torch._C.DisableTorchFunction(), torch.no_grad():
+                    self.saved[id(p)] = (p, p.detach().clone(), p.data)
+            self.replaced.add(id(p))
 
-    def before(self, func: Any, ins: list[torch.Tensor], kwargs: dict[str, Any]) -> None:
-        """Op ``func`` is about to run on tensor arguments ``ins``: save what it writes."""
+    def before(self, func: Any, ins: list[torch.Tensor], kwargs: dict[str, Any], args: tuple[Any, ...] = ()) -> None:
+        """Op ``func`` (arguments ``args``, their tensors ``ins``) is about to run: save
+        what it writes (its first tensor argument, every tensor of a ``_foreach_`` op's
+        first list, ``out=``)."""
         out = kwargs.get("out") if kwargs else None
         if not (_writes(func) or (kwargs and kwargs.get("inplace") is True) or out is not None):
             return
-        targets = [*ins[:1], *(out if isinstance(out, (list, tuple)) else [out] if out is not None else [])]
+        first = args[0] if args and isinstance(args[0], (list, tuple)) else ins[:1]
+        targets = [*first, *(out if isinstance(out, (list, tuple)) else [out] if out is not None else [])]
         with torch._C.DisableTorchFunction(), torch.no_grad():
             for t in targets:
-                if not isinstance(t, torch.Tensor):
-                    continue
-                p = t if id(t) in self.owned else t._base
-                if (p is None or id(p) not in self.owned) and self.links:  # ``p.data.mul_(m)``
-                    link = self.links.get(id(t if p is None else p))
-                    p = link[1] if link is not None else p
-                if p is not None and id(p) in self.owned and id(p) not in self.saved:
-                    self.saved[id(p)] = (p, p.detach().clone(), p.data)
+                if isinstance(t, torch.Tensor):
+                    p = self._owner(t)
+                    if p is not None and id(p) not in self.saved:
+                        self.saved[id(p)] = (p, p.detach().clone(), p.data)
+
+    def _owner(self, t: torch.Tensor) -> torch.Tensor | None:
+        """The model's parameter or buffer that a write of ``t`` writes: ``t`` itself, the
+        base of a view, what ``t`` is ``.data`` of (``links``), or one sharing its storage
+        (``p.detach()``, the values of ``state_dict()``)."""
+        if id(t) in self.owned:
+            return t
+        b = t._base
+        if b is not None and id(b) in self.owned:
+            return b
+        link = self.links.get(id(t if b is None else b)) if self.links else None
+        if link is not None and id(link[1]) in self.owned:
+            return link[1]
+        if self.by_storage is None:
+            self.by_storage = {}
+            for o in self.tensors:
+                sid = storage_id(o) if isinstance(o, torch.Tensor) and id(o) in self.owned else None
+                if sid is not None:
+                    self.by_storage.setdefault(sid, o)
+        sid = storage_id(t)
+        return self.by_storage.get(sid) if sid is not None else None
 
     def restore(self) -> None:
-        saved, self.saved = self.saved, {}
+        saved, replaced = self.saved, self.replaced
         with torch._C.DisableTorchFunction(), torch.no_grad():
-            for p, value, data in saved.values():
-                if p.data.untyped_storage().data_ptr() != data.untyped_storage().data_ptr():
-                    p.data = data  # replaced (``p.data = x``): its own tensor again
+            for key, (p, value, data) in saved.items():
+                if key in replaced:  # (``p.data = x``): its own tensor again
+                    p.data = data
                 p.copy_(value)
+        self.saved, self.replaced = {}, set()  # after all are back: an interrupted restore runs again whole

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode, TensorNode
+from .inference import storage_id
 from .metacache import MISS, flat_args, key_of, replay, template_of
 from .metafills import fill_for
 from .methods import MethodScope
@@ -20,6 +21,7 @@ from .tree import map_tensors
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
 _RT = RecorderTensor
+_functorch_active = torch._C._are_functorch_transforms_active
 
 
 class OpCalls(MethodScope):
@@ -52,6 +54,20 @@ class OpCalls(MethodScope):
                 self.rebind(p, self.new_result(p, scope, fn), fn, scope)
         return out
 
+    def aliased_write(self, t: torch.Tensor) -> tuple[Any, int] | None:
+        """The last write of ``t``'s storage made through another tensor that owns no view
+        of it (``p.detach().mul_(m)``, the values of ``state_dict()``: ``t``'s version
+        counter moved, but ``mutations`` knows the writer's owner, not ``t``'s): (owner,
+        op id), or None.  Looked for only when ``t`` changed and its own owner was not
+        written: a walk over the storages written."""
+        sid = storage_id(t)
+        best: tuple[Any, int] | None = None
+        if sid is not None:
+            for owner, fid in self.mutations.values():
+                if owner is not None and (best is None or fid > best[1]) and storage_id(owner) == sid:
+                    best = (owner, fid)
+        return best
+
     def rebind(self, t: torch.Tensor, node: TensorNode, fn: FunctionNode, scope: ModuleNode) -> None:
         """``t`` was written by op ``fn`` through an alias that shares no version counter
         with it (``data_links``): its node is now ``node`` (the alias's new version), or a
@@ -83,7 +99,8 @@ class OpCalls(MethodScope):
         functions switched off."""
         cache = self.meta_cache
         assert cache is not None
-        key = key_of(func, args, kwargs)
+        # (inside a vmap a result is a batched tensor, which a replay would not make)
+        key = None if _functorch_active() else key_of(func, args, kwargs)
         if key is None:
             return self._run(func, args, kwargs, None, fn)
         template = cache.get(key)

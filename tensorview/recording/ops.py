@@ -79,13 +79,11 @@ class OpRecorder(FuncTransforms):
             t._tv_node = node
             t._tv_ver = version(t)
             return t
-        if type(t) is _Tensor and t.layout == torch.strided and not wrapped(t):
-            return recorded_alias(t, node, self.token)
+        if type(t) is _Tensor and t.layout == torch.strided:
+            return self.wrapped_result(t, node) if wrapped(t) else recorded_alias(t, node, self.token)
         # parameters, sparse or other subclasses, stale RecorderTensors (of an earlier
-        # recording, never rebound), tensors of a vmap (transforms.py): keep the object,
-        # track it on the side
+        # recording, never rebound): keep the object, track it on the side
         self.sources[id(t)] = [t, node, version(t)]
-        self.note_wrapped(t, node)
         return t
 
     def node_of(self, t: torch.Tensor) -> TensorNode:
@@ -109,6 +107,8 @@ class OpRecorder(FuncTransforms):
         if name_role is not None:
             qual, role = name_role
             node = self.new_tensor(t, qual.replace(".", "_"), role, scope, source_name=qual)
+            if self.undo is not None and self.undo.swapped(t):  # Tensor.set_ before its first read
+                self.graph.warn(unseen_change(scope.path), node.id)
         else:  # a constant, unless a vmap made it (transforms.py)
             node = self.transformed_node(t) or self.new_tensor(t, "constant", "constant", scope)
         self.sources[id(t)] = [t, node, version(t)]
@@ -116,7 +116,7 @@ class OpRecorder(FuncTransforms):
 
     def _after_foreign_mutation(self, t: torch.Tensor, node: TensorNode) -> TensorNode:
         """``t`` changed through another view: a new version produced by the op that did it."""
-        hit = self.mutations.get(storage_key(t, self.writes is not None)[0])
+        hit = self.mutations.get(storage_key(t, self.writes is not None)[0]) or self.aliased_write(t)
         if hit is None:  # changed where torch does not call us (Tensor.set_): said (control.py)
             self.graph.warn(unseen_change(self.scope().path), node.id)
             return node
@@ -167,7 +167,7 @@ class OpRecorder(FuncTransforms):
                     return func(*args, **kwargs)
             return func(*args, **kwargs)
         if self.kept is not None:  # draw_graph, summary: the caller's parameters are put back
-            self.kept.before(func, ins, kwargs)
+            self.kept.before(func, ins, kwargs, args)
 
         with _Disable():
             top = self.stack[-1]

@@ -40,27 +40,45 @@ class SharedPatch:
     def __init__(self, obj: Any, name: str, make: Callable[[Any], Any]) -> None:
         self._obj, self._name, self._make = obj, name, make
         self._lock = threading.Lock()
-        self._users = 0
+        self._holders: dict[object, int] = {}  # token -> the thread that holds it
         self._unguarded = 0  # root calls running with the unguarded wrapper (``unguard``)
         self.installed: Any = None
         self.original: Any = None
 
-    def acquire(self) -> None:
+    @property
+    def _users(self) -> int:
+        return len(self._holders)
+
+    def acquire(self) -> object:
+        """Install the patch unless in place; gives back the token to ``release`` with.
+
+        A holder that never released (an exception landed in its clean-up) is let go here:
+        one of this thread (a thread holds one at a time: recorders do not nest) or of a
+        thread that has ended."""
+        token = object()
         with self._lock:
-            if self._users == 0 or self.installed is None:
+            me = threading.get_ident()
+            alive = {t.ident for t in threading.enumerate()}
+            for held, thread in list(self._holders.items()):
+                if thread == me or thread not in alive:
+                    del self._holders[held]
+            if not self._holders or self.installed is None:
                 original = unwrap(getattr(self._obj, self._name))
                 wrapper = self._make(original)
                 self.original = original
                 setattr(self._obj, self._name, wrapper)
                 self.installed = wrapper
-                self._users = 0
+                self._holders.clear()
                 self._unguarded = 0
-            self._users += 1
+            self._holders[token] = me
+        return token
 
-    def release(self) -> None:
+    def release(self, token: object) -> None:
+        """``token``'s holder is done: the last one puts the original back.  Idempotent, so
+        a clean-up interrupted in it can run it again."""
         with self._lock:
-            self._users = max(self._users - 1, 0)
-            if self._users or self.installed is None:
+            self._holders.pop(token, None)
+            if self._holders or self.installed is None:
                 return
             current = self._obj.__dict__.get(self._name, _MISSING)
             if current is self.installed or current is _bare(self.installed):

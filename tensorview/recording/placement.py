@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import InvalidInputError
+from ..errors import InvalidDeviceError, InvalidInputError
 from .compiled import rebind_compiled_methods
 from .copies import own_buffers, remember, tree_copy
 from .inputs import summary
@@ -137,7 +137,7 @@ def as_device(device: Any) -> torch.device | None:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as e:
-        raise InvalidInputError(f"bad device {summary(device)}: {e}") from e
+        raise InvalidDeviceError(f"bad device {summary(device)}: {e}") from e
     _check_available(dev, device)
     return dev
 
@@ -152,14 +152,14 @@ def _check_available(dev: torch.device, given: Any) -> None:
     if not callable(is_available):
         return
     if not is_available():
-        raise InvalidInputError(
+        raise InvalidDeviceError(
             f"device {summary(given)} is not available here (torch.{dev.type}.is_available() is False: "
             f"no {dev.type} device, or this torch build has no {dev.type} support); use device='cpu', "
             "or device='meta' (records shapes without memory, any model size)"
         )
     count = getattr(backend, "device_count", None)
     if dev.index is not None and callable(count) and dev.index >= count():
-        raise InvalidInputError(
+        raise InvalidDeviceError(
             f"device {summary(given)} does not exist: there are {count()} {dev.type} device(s), "
             f"indices 0..{count() - 1}"
         )

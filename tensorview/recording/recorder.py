@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 from torch import nn
 
-from ..errors import InvalidTypeError, RecordingError, TensorviewError, add_hint, describe, recording_error
+from ..errors import InvalidTypeError, RecordingError, TensorviewError, cause_first, describe, recording_error, shown
 from ..graph import Graph
 from . import interrupts
 from .convert import MODULE_APPLY
-from .fake import failure_hint
+from .fake import failure_hint, script_hint
 from .inputs import check_model
 from .modulecall import MODULE_CALL
 from .probes import Probe
@@ -22,6 +22,7 @@ from .tensor import _tls, current_session
 
 #: what a recorder hands back: the IR ``Graph`` here, a drawable graph in ``tensorview``
 R = TypeVar("R")
+_Self = TypeVar("_Self", bound="BaseRecorder[Any]")
 
 
 class BaseRecorder(Generic[R]):
@@ -50,63 +51,82 @@ class BaseRecorder(Generic[R]):
         keep_parameters: bool = False,
     ) -> None:
         check_model(model, "Recorder")
+        for flag, value in (("meta_replay", meta_replay), ("keep_parameters", keep_parameters)):
+            if not isinstance(value, bool):
+                raise InvalidTypeError(f"{flag} must be True or False, got {type(value).__name__}: {shown(value)}")
+        if isinstance(probes, (Probe, str, bytes)) or not isinstance(probes, Iterable):
+            raise InvalidTypeError(
+                f"probes must be a list of tensorview.recording.Probe instances, got {type(probes).__name__}: "
+                f"{shown(probes)}" + (f" (pass [{type(probes).__name__}(...)])" if isinstance(probes, Probe) else "")
+            )
+        probes = tuple(probes)
         bad = [p for p in probes if not isinstance(p, Probe)]
         if bad:
-            raise InvalidTypeError(f"probes must be tensorview.recording.Probe instances, got {bad[0]!r:.80}")
+            raise InvalidTypeError(f"probes must be tensorview.recording.Probe instances, got {shown(bad[0])}")
         self.model = model
         self.device = device
         self.meta_replay = meta_replay
         self.probes = tuple(probes)
         self.keep_parameters = keep_parameters
         self._session: Session | None = None
-        self._acquired = False  # holds a share of the nn.Module.__call__ patch
-        self._applied = False  # holds a share of the nn.Module._apply patch (convert.py)
+        self._token: object | None = None  # our share of the nn.Module.__call__ patch
+        self._apply_token: object | None = None  # and of the nn.Module._apply patch (convert.py)
         self._guard: interrupts.deferred | None = None
 
     def _result(self, graph: Graph) -> R:
         raise NotImplementedError
 
-    def __enter__(self) -> BaseRecorder[R]:
-        # Ctrl-C waits until the recorder is set up, or torn down again (interrupts.py)
-        self._guard = interrupts.deferred(interrupts.caller_frame())
-        self._guard.__enter__()
+    def __enter__(self: _Self) -> _Self:
+        # everything, up to the return, undone by the exit if an exception lands in it (the
+        # ``with`` statement calls no exit then)
         try:
+            # signals wait until the recorder is set up, or torn down again (interrupts.py)
+            self._guard = interrupts.deferred(interrupts.caller_frame())
+            self._guard.__enter__()
             if current_session() is not None:
                 raise TensorviewError("a Recorder is already active in this thread; recorders do not nest")
             settings = Settings(self.device, self.meta_replay, self.probes, self.keep_parameters)
             self._session = Session(self.model, settings)
-            MODULE_CALL.acquire()
-            self._acquired = True
-            MODULE_APPLY.acquire()
-            self._applied = True
+            self._token = MODULE_CALL.acquire()
+            self._apply_token = MODULE_APPLY.acquire()
             _tls.session = self._session
+            return self
         except BaseException:
             self.__exit__(None, None, None)
             raise
-        return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: types.TracebackType | None) -> None:
-        err = None
-        try:
-            session = self._session
+        session = self._session
+        err: list[RecordingError] = []
+
+        def detach() -> None:
             if session is not None and getattr(_tls, "session", None) is session:
                 _tls.session = None
-            if self._acquired:
-                self._acquired = False
-                MODULE_CALL.release()
-            if self._applied:
-                self._applied = False
-                MODULE_APPLY.release()
-            if session is not None and isinstance(exc, Exception) and session.failure_exc is exc:
-                err = self._recording_error(session, exc)
+
+        def release() -> None:
+            if self._token is not None:
+                MODULE_CALL.release(self._token)
+                self._token = None
+            if self._apply_token is not None:
+                MODULE_APPLY.release(self._apply_token)
+                self._apply_token = None
+
+        def explain() -> None:
+            if session is not None and isinstance(exc, Exception) and session.failure_exc is exc and not err:
+                err.append(self._recording_error(session, exc))
             if session is not None:
                 session.failure_exc = None  # do not keep the exception (and its frames) alive
-        finally:
-            guard, self._guard = self._guard, None
-            if guard is not None:
-                guard.__exit__(None, None, None)  # a deferred Ctrl-C is raised here
-        if err is not None:
-            raise err from exc
+
+        guard = self._guard
+        restore = guard.restore if guard is not None else _nothing
+        # each step to its end, also when an asynchronous exception lands in one (interrupts.py)
+        caught = interrupts.run_steps(detach, release, explain, restore)
+        if caught is not None:
+            raise caught
+        if guard is not None:
+            guard.deliver()  # a deferred signal is raised here
+        if err:
+            raise err[0] from exc
 
     # -- results ---------------------------------------------------------------------------
     @property
@@ -132,14 +152,20 @@ class BaseRecorder(Generic[R]):
         if op:
             where += f", op {op!r}"
         g.error = describe(exc)
-        message = f"forward raised in {where}: {g.error}"
+        cause, details = cause_first(g.error)  # a long error: its cause first, and what to do
+        hint = failure_hint(exc, op, session.model) or script_hint(session.model, path, cause)
+        message = f"forward raised in {where}: {cause}" + (f"\n{hint}" if hint else "")
+        if details:
+            message += f"\n\nthe whole error:\n{details}"
         partial = self._result(g) if g.root is not None else None
         # also an instance of type(exc): `except ValueError` in the caller's code keeps working
         err: RecordingError = recording_error(exc, message, graph=partial, module_path=path)
-        hint = failure_hint(exc, op, session.model)  # values needed on meta/fake: what to do
-        if hint:
-            add_hint(err, hint)
+        err.hint = hint
         return err
+
+
+def _nothing() -> None:
+    pass
 
 
 class Recorder(BaseRecorder[Graph]):
@@ -157,10 +183,6 @@ class Recorder(BaseRecorder[Graph]):
 
     def _result(self, graph: Graph) -> Graph:
         return graph
-
-    def __enter__(self) -> Recorder:
-        super().__enter__()
-        return self
 
 
 def is_patched() -> bool:

@@ -127,18 +127,19 @@ class SessionState:
         #: storage key of the alias -> (object keeping the key valid, the tensor it writes)
         self.data_links: dict[int, tuple[Any, torch.Tensor]] = {}
         #: the model's parameters and buffers written in place, saved to be put back (keep.py)
-        self.kept = KeptParameters(self.param_names, self.data_links) if settings.keep_parameters else None
+        self.kept = KeptParameters(self.param_names, self.data_links, self.tree) if settings.keep_parameters else None
         #: the modules not in the model's tree that were named while recording (calls.py)
         self.found_modules: list[nn.Module] = []
         #: module conversions inside forward, undone at the end with keep_parameters (convert.py)
-        self.undo = Undo() if settings.keep_parameters else None
+        self.undo = Undo(model) if settings.keep_parameters else None
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
         # (parameters, buffers, constants, foreign subclasses); the strong reference keeps
         # the id valid for the session's life only
         self.sources: dict[int, list[Any]] = {}
-        #: tensors a vmap may hand out (transforms.py): id -> (tensor, node of the result
-        #: inside that it stands for, the op that hands it out)
-        self.unwrapped: dict[int, tuple[torch.Tensor, TensorNode, str]] = {}
+        #: tensors a vmap may hand out (transforms.py): id -> (weak reference to it, node of
+        #: the result inside it stands for, the op that hands it out, weak reference to
+        #: that result)
+        self.unwrapped: dict[int, tuple[Any, TensorNode, str, Any]] = {}
         # last op that mutated a storage: id(storage owner) -> (owner, function node id)
         self.mutations: dict[int, tuple[Any, int]] = {}
         #: writes per storage, once the recording meets inference tensors (inference.py)

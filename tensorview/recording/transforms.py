@@ -9,12 +9,12 @@ and per-sample gradients run so.  The session follows the wrapping:
 * a wrapped tensor read inside the transform stands for the tensor it wraps (unwrapped
   level by level, ``get_unwrapped``): its edges come from the real inputs, parameters
   stacked by ``stack_module_state`` included;
-* an op's wrapped result is tracked as the object it is (``sources``), never aliased as a
-  RecorderTensor (an alias would wrap another tensor than the one vmap unwraps), and the
-  tensor it wraps is noted (``unwrapped``): when vmap hands that tensor out with the batch
-  dimension put back (or a view of it, for ``out_dims``), it is the result of a ``vmap``
-  FunctionNode reading the op's result inside, so the call's output is connected to what
-  ran inside it.
+* an op's wrapped result becomes a RecorderTensor itself (its class is set: an alias
+  would wrap another tensor than the one vmap unwraps), and the tensor it wraps is noted
+  (``unwrapped``, weakly: held by nothing of ours, intermediates are freed as without us):
+  when vmap hands that tensor out with the batch dimension put back (or a view of it, for
+  ``out_dims``), it is the result of a ``vmap`` FunctionNode reading the op's result
+  inside, so the call's output is connected to what ran inside it.
 
 Shapes inside a transform are the per-sample shapes the function sees; the ``vmap`` node's
 result has the batched shape.  Checks cost one call into torch per op while no transform
@@ -23,6 +23,7 @@ is active (``_are_functorch_transforms_active``).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
@@ -44,6 +45,18 @@ def wrapped(t: torch.Tensor) -> bool:
     return bool(active()) and bool(_F.is_functorch_wrapped_tensor(t))
 
 
+def _forget(noted: dict[int, Any], key: int) -> Any:
+    """A weak reference's callback: the entry ``key`` of ``noted`` goes with its tensor
+    (an intermediate inside a vmap leaves no entry behind)."""
+
+    def gone(ref: Any) -> None:
+        hit = noted.get(key)
+        if hit is not None and hit[0] is ref:
+            del noted[key]
+
+    return gone
+
+
 class FuncTransforms(OpCalls):
     def node_of(self, t: torch.Tensor) -> TensorNode:
         raise NotImplementedError  # ops.py
@@ -53,7 +66,7 @@ class FuncTransforms(OpCalls):
         tensor, or a transform handed it out (``transformed_node`` makes that node)."""
         unwrapped = self.unwrapped
         if unwrapped and (id(t) in unwrapped or id(t._base) in unwrapped):
-            return True
+            return True  # (``transformed_node`` checks that it is the tensor noted)
         return wrapped(t)
 
     def adopt(self, t: torch.Tensor, scope: ModuleNode) -> torch.Tensor:
@@ -88,32 +101,47 @@ class FuncTransforms(OpCalls):
         self.sources[id(t)] = [t, found, version(t)]
         return found
 
+    def wrapped_result(self, t: torch.Tensor, node: TensorNode) -> torch.Tensor:
+        """``t``, a wrapped tensor (an op's result inside a transform, or one returned
+        unchanged by a module call there), is now ``node``: the object itself becomes a
+        RecorderTensor bound to it."""
+        r: Any = t
+        if type(r) is not _RT:
+            r.__class__ = _RT
+        r._tv_node, r._tv_ver, r._tv_tok = node, version(r), self.token
+        self.note_wrapped(r, node)
+        return r
+
     def note_wrapped(self, t: torch.Tensor, node: TensorNode) -> None:
-        """``t`` is now ``node`` (tracked as it is, by ``bind``): if a transform wrapped
-        it, each tensor it wraps, level by level, is what a transform may hand out for it
-        (``vmap`` for a batched level, ``unwrap`` for another: ``grad``'s)."""
+        """``t`` is now ``node``: if a transform wrapped it, each tensor it wraps, level by
+        level, is what a transform may hand out for it (``vmap`` for a batched level,
+        ``unwrap`` for another: ``grad``'s)."""
         if not active():
             return
         inner: Any = t
+        outer = weakref.ref(t)
         for _ in range(_MAX_LEVELS):
             if not _F.is_functorch_wrapped_tensor(inner):
                 return
             op = "vmap" if _F.is_batchedtensor(inner) else "unwrap"
             inner = _F.get_unwrapped(inner)
-            self.unwrapped[id(inner)] = (inner, node, op)
+            key = id(inner)
+            self.unwrapped[key] = (weakref.ref(inner, _forget(self.unwrapped, key)), node, op, outer)
 
     def _handed_out(self, t: torch.Tensor, scope: ModuleNode) -> TensorNode | None:
         """``t`` (or its base, for ``out_dims``) is a tensor vmap handed out: its node, made
         in ``scope`` by a ``vmap`` FunctionNode; None if it is not one."""
         key = id(t)
         hit = self.unwrapped.get(key)
-        if hit is None or hit[0] is not t:
+        if hit is None or hit[0]() is not t:
             key = id(t._base)
             hit = self.unwrapped.get(key)
-            if hit is None or hit[0] is not t._base:
+            if hit is None or hit[0]() is not t._base:
                 return None
-        del self.unwrapped[key]  # (held until now: its id must stay its own)
-        fn = self.builder.add_function(hit[2], scope, [hit[1].id])
+        del self.unwrapped[key]
+        outer = hit[3]()  # the result inside, if alive: its current version
+        inside = self.node_of(outer) if outer is not None and type(outer) is _RT else hit[1]
+        fn = self.builder.add_function(hit[2], scope, [inside.id])
         node = self.new_result(t, scope, fn)
         self.sources[id(t)] = [t, node, version(t)]
         self.note_wrapped(t, node)  # nested transforms: itself wrapped at an outer level

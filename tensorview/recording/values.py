@@ -5,10 +5,11 @@ tensors to meta, where they hold no values; but a forward may ask for values: Hu
 mask helpers ask ``attention_mask.all()`` to skip the mask, which fails on meta
 ("Tensor.item() cannot be called on meta tensors").  The values are known, though: the
 caller gave them.  So each small input moved to meta keeps its CPU values
-(``remember``); an op whose tensor arguments all have values is also run on those values
+(``keep_values``); an op whose tensor arguments all have values is also run on those values
 on the CPU (``follow``: masks, positions, token ids sliced and compared), and a value
 query on such a tensor (``bool()``, ``.item()``, ``.tolist()``) is answered from them
-(``answer``).  Tensors computed from parameters, or from anything without values, have
+(``answer``).  Values are computed outside any dispatch mode (the cost probe's FLOP
+counter does not count them).  Tensors computed from parameters, or from anything without values, have
 none, so a query on them fails as before (with the hint to record on the CPU or with
 ``device="fake"``).  Ops with randomness are never run on values (they would move the
 CPU's random state), nor results over ``LIMIT`` elements kept.
@@ -19,9 +20,11 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes as _no_modes
 
 from .names import clean_name
 from .optable import QUERIES
+from .tensor import RecorderTensor
 
 _Tensor = torch.Tensor
 _Disable = torch._C.DisableTorchFunction
@@ -43,7 +46,7 @@ class _NoValue(Exception):
     pass
 
 
-def remember(moved: torch.Tensor, data: torch.Tensor) -> torch.Tensor:
+def keep_values(moved: torch.Tensor, data: torch.Tensor) -> torch.Tensor:
     """``moved`` (a tensor put on meta for the recording) stands for ``data`` (the caller's,
     with values): keep them when small.  Returns ``moved``."""
     if (
@@ -65,7 +68,7 @@ def value_of(t: Any) -> torch.Tensor | None:
 def answer(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Value query ``func`` on ``args[0]``, a tensor with values (``value_of``), answered
     from them."""
-    with _Disable():
+    with _Disable(), _no_modes():
         return func(value_of(args[0]), *args[1:], **kwargs)
 
 
@@ -104,7 +107,8 @@ def follow(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -
                         del a.__dict__["_tv_val"]
             return out
         try:
-            vout = func(*vargs, **vkwargs)
+            with _no_modes():  # outside the cost probe's counters: not the model's work
+                vout = func(*vargs, **vkwargs)
         except Exception:  # noqa: BLE001 - the values are a help, never a new failure
             return out
         if isinstance(out, _Tensor):
@@ -127,8 +131,15 @@ def _small(out: Any) -> bool:
 
 
 def _keep(out: torch.Tensor, v: Any) -> None:
-    if isinstance(v, _Tensor) and v.device.type == "cpu" and v.shape == out.shape and v.numel() <= LIMIT:
+    """``out`` (one of ours: never a tensor of the caller's) has the values ``v``."""
+    if (
+        type(out) is RecorderTensor
+        and isinstance(v, _Tensor)
+        and v.device.type == "cpu"
+        and v.shape == out.shape
+        and v.numel() <= LIMIT
+    ):
         out._tv_val = v  # type: ignore[attr-defined]
 
 
-__all__ = ["LIMIT", "VALUE_QUERIES", "answer", "follow", "remember", "value_of"]
+__all__ = ["LIMIT", "VALUE_QUERIES", "answer", "follow", "keep_values", "value_of"]

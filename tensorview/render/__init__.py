@@ -4,12 +4,12 @@ or any format written against the small ``Renderer`` interface; ``GraphvizStyler
 
 from .base import Renderer
 from .dot import BOUNDED_LAYOUT, DotRenderer, is_big
-from .escape import attr_list, quote
+from .escape import attr_list, file_name, quote
 from .executable import INSTALL_HINT, find_dot, render_digraph, run_dot
 from .formats import Drawing, Format, format_for, formats, register
-from .html import Interactive
 from .labels import fmt_value, label_lines, node_label
 from .node_link import JsonRenderer
+from .notebook import Interactive
 from .options import GRAPH_DIRS, LAYOUTS, RENDER_OPTION_NAMES, RenderOptions
 from .style import GraphvizStyler
 from .themes import STYLES, DarkStyler, PaperStyler, styler_for
@@ -32,6 +32,7 @@ __all__ = [
     "RenderOptions",
     "Renderer",
     "attr_list",
+    "file_name",
     "find_dot",
     "fmt_value",
     "format_for",

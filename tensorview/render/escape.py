@@ -1,4 +1,5 @@
-"""DOT quoting and attribute lists: the one place where text becomes DOT syntax.
+"""DOT quoting and attribute lists: the one place where text becomes DOT syntax (and,
+``file_name``, where a name becomes a file name).
 
 Names are user data (a model built from an untrusted config can name its modules
 anything), so everything that reaches ``dot`` here is made safe for DOT and for the SVG
@@ -58,13 +59,24 @@ def quote(text: str) -> str:
     return '"' + "\\\n".join(_escape(text[i : i + _CHUNK]) for i in range(0, len(text), _CHUNK)) + '"'
 
 
-def _escape(text: str) -> str:
-    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
-    text = text.replace("&", "&amp;")
+def visible(text: str) -> str:
+    """``text`` with the characters XML cannot carry (and DEL, the C1 controls) as visible
+    escapes (``\\x00``, ``\\ud800``): the one rule for every output that becomes XML, DOT's
+    SVG (``quote``) and the HTML viewer's data (html.py), whose SVG export then parses.
+
+    >>> visible("a\\x01b")
+    'a\\\\x01b'
+    """
     if _UNSAFE.search(text):
-        # a doubled backslash, so that dot shows the escape (\x00) instead of reading it
-        text = _UNSAFE.sub(lambda m: "\\" + m.group().encode("unicode_escape").decode("ascii"), text)
+        return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
     return text
+
+
+def _escape(text: str) -> str:
+    # the escapes of ``visible`` first: their backslash is then doubled, so that dot shows
+    # the escape (\x00) instead of reading it
+    text = visible(text).replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
+    return text.replace("&", "&amp;")
 
 
 def attr_list(attrs: Mapping[str, object]) -> str:
@@ -102,3 +114,28 @@ def _text(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
+
+
+#: what a file name cannot hold on some system: path separators, control characters, the
+#: characters Windows refuses
+_NOT_IN_FILE_NAMES = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]')
+_WINDOWS_DEVICES = frozenset(
+    {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+)
+
+
+def file_name(name: str, default: str = "model") -> str:
+    """``name`` (a graph's or model's name: user data) as one file name that stays in the
+    directory it is joined to: separators and characters file systems refuse become
+    ``_``, no leading dots (``..``, hidden files), never empty, no Windows device name,
+    at most 200 characters.
+
+    >>> file_name("../../etc/passwd"), file_name(".."), file_name("resnet-50")
+    ('_.._etc_passwd', 'model', 'resnet-50')
+    """
+    safe = _NOT_IN_FILE_NAMES.sub("_", name).lstrip(". ")[:200].rstrip(". ")
+    if not safe:
+        return default
+    if safe.split(".")[0].lower() in _WINDOWS_DEVICES:
+        safe = "_" + safe
+    return safe

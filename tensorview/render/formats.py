@@ -14,14 +14,18 @@ bytes or text from a drawing.  Adding a format is one ``register`` call:
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import choices_error
 from ..graph import Graph, View, ViewOptions
-from .executable import run_dot
+from .escape import file_name
+from .executable import run_dot, with_graph_attrs
 from .options import RenderOptions
 
 
@@ -44,6 +48,8 @@ class Drawing(Protocol):
 
     def to_json(self) -> dict[str, object]: ...
 
+    def svg(self) -> str: ...
+
 
 @dataclass(frozen=True)
 class Format:
@@ -57,6 +63,9 @@ class Format:
     display: bool = False
     #: what a notebook shows when it differs from the file (the html viewer's output)
     inline: Callable[[Drawing], str | bytes] | None = None
+    #: a static picture: a notebook shows every picture format it can make in one output
+    #: (``image/svg+xml`` for trusted notebooks, ``image/png`` where SVG is not shown)
+    picture: bool = False
 
 
 _FORMATS: dict[str, Format] = {}
@@ -98,6 +107,17 @@ def format_for(extension: str) -> Format:
     return fmt
 
 
+def save_path(directory: str | bytes, filename: str | bytes | None, name: str) -> str:
+    """Where ``draw_graph(save_graph=True)`` writes: ``filename`` in ``directory``, else the
+    graph's ``name`` (user data) made a safe file name there (``escape.file_name``); PNG
+    when the name has no extension of a format (torchview's default)."""
+    path = os.fsdecode(filename) if filename else file_name(name)
+    ext = os.path.splitext(path)[1][1:].lower()
+    if not ext or (not filename and ext not in _BY_EXTENSION):
+        path += ".png"
+    return os.path.join(os.fsdecode(directory), path)
+
+
 def _dot_output(kind: str) -> Callable[[Drawing], bytes]:
     def produce(d: Drawing) -> bytes:
         return run_dot(d.source, kind)
@@ -109,8 +129,68 @@ def _graph_json(d: Drawing) -> str:
     return json.dumps(d.to_json(), indent=1, allow_nan=False)  # strict JSON (serialize.py writes NaN as "NaN")
 
 
-register(Format("svg", ("svg",), "image/svg+xml", _dot_output("svg"), needs_dot=True, display=True))
-register(Format("png", ("png",), "image/png", _dot_output("png"), needs_dot=True))
+#: a notebook's PNG is at most this big (inches at 96 dpi: 9,600 px a side); Graphviz scales
+#: a larger drawing down to it (``save("x.png")`` keeps the full size)
+PNG_SIZE = "100,100"
+_SVG_ROOT = re.compile(r"<svg\b([^>]*)>")
+_SIZE = re.compile(r'\s(width|height)="([\d.]+)(pt|px)?"')
+#: a picture wider than this (CSS pixels) is drawn at the output's width
+WIDE_PX = 960
+
+
+def scaled_svg(svg: str) -> str:
+    """The SVG as a notebook shows it: a picture wider than ``WIDE_PX`` is given
+    ``width="100%"`` (front-ends draw SVG as an ``<img>``, which then takes the output's
+    width; Graphviz's ``viewBox`` keeps the proportions), a narrower one keeps its size;
+    inline, its style shrinks it to the width it is given.  ``data-tensorview`` marks it as
+    tensorview's picture."""
+
+    def root(m: re.Match[str]) -> str:
+        attrs = m.group(1)
+        if "style=" in attrs:
+            return m.group(0)
+        size = {k: float(v) * (96 / 72 if unit in ("", "pt") else 1) for k, v, unit in _SIZE.findall(attrs)}
+        if size.get("width", 0) > WIDE_PX and "viewBox=" in attrs:
+            attrs = _SIZE.sub(lambda a: ' width="100%"' if a.group(1) == "width" else "", attrs)
+        return f'<svg data-tensorview="picture" style="max-width: 100%; height: auto;"{attrs}>'
+
+    return _SVG_ROOT.sub(root, svg, count=1)
+
+
+def _notebook_svg(d: Drawing) -> str:
+    return scaled_svg(d.svg())
+
+
+def _notebook_png(d: Drawing) -> str:
+    """A PNG no bigger than ``PNG_SIZE``, base64 as notebooks store it."""
+    png = run_dot(with_graph_attrs(d.source, {"size": PNG_SIZE}), "png")
+    return base64.b64encode(png).decode("ascii")
+
+
+register(
+    Format(
+        "svg",
+        ("svg",),
+        "image/svg+xml",
+        _dot_output("svg"),
+        needs_dot=True,
+        display=True,
+        inline=_notebook_svg,
+        picture=True,
+    )
+)
+register(
+    Format(
+        "png",
+        ("png",),
+        "image/png",
+        _dot_output("png"),
+        needs_dot=True,
+        display=True,
+        inline=_notebook_png,
+        picture=True,
+    )
+)
 register(Format("pdf", ("pdf",), "application/pdf", _dot_output("pdf"), needs_dot=True))
 register(Format("dot", ("gv", "dot"), "text/vnd.graphviz", lambda d: d.source))
 register(Format("json", ("json",), "application/json", _graph_json))

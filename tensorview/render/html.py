@@ -1,5 +1,5 @@
 """The interactive HTML viewer: ``save("model.html")`` writes one self-contained page,
-``graph.interactive()`` shows the same viewer in a notebook.
+``graph.interactive()`` shows the same viewer in a notebook (notebook.py).
 
 The page embeds the whole recording in compact form (compact.py) and the viewer's
 JavaScript (render/viewer/*.js, with the vendored elkjs for layout); the browser
@@ -7,17 +7,21 @@ computes views from it, so every depth can be opened and closed without running 
 model again.  Nothing is fetched at view time: the standalone page forbids any request
 in its Content-Security-Policy.
 
-Model text is user data: the JSON is written into ``<script type="application/json">``
-with ``<``, ``>`` and ``&`` as ``\\u`` escapes (no ``</script>`` or ``<!--`` can end or
-bend the element), and the viewer puts names into the page through ``textContent``
-only.  In a notebook the library (elkjs and the viewer, about 1.7 MB) goes into the
-first viewer shown by the process and is run once per page; later outputs carry only
-their data and find the library already loaded (``library=True`` puts it into an
-output regardless, for notebooks whose first viewer output is gone).
+A viewer is written as HTML comments and one short script (``viewer_markup``): the
+library (elkjs and the viewer, 1.7 MB, about 0.67 MB as gzip + base64), the data (graph
+and configuration, gzip + base64) and the start code (viewer/boot.js).  Each output
+carries all of them, so it works alone, in any order, in a per-output iframe; the
+library is unpacked once per page (the browser's ``DecompressionStream``).  Sanitisers
+drop comments and untrusted notebooks run no script, so there the output is empty: the
+notebook shows the static picture, which is an output of its own (notebook.py).  Model
+text never enters the markup as text: it is inside base64, and the viewer puts names
+into the page through ``textContent`` only.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
 import json
 import re
@@ -26,11 +30,11 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ..errors import InvalidInputError, InvalidTypeError
 from ..graph import VIEW_OPTION_NAMES
 from ..graph.listing import one_line
 from .compact import encode
-from .formats import Drawing, Format, register
+from .escape import visible
+from .formats import Drawing
 
 #: the viewer's own scripts, in load order (each an IIFE adding to ``window.tensorview``)
 SCRIPTS = (
@@ -38,6 +42,7 @@ SCRIPTS = (
     "scope.js",
     "view.js",
     "labels.js",
+    "worker.js",
     "layout.js",
     "draw.js",
     "search.js",
@@ -45,13 +50,22 @@ SCRIPTS = (
     "viewer.js",
 )
 ELK = "vendor/elk.bundled.js"
-#: the standalone page may load nothing: no request leaves it
-CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:"
+BOOT = "boot.js"
+#: the standalone page may load nothing: no request leaves it (layout runs in a worker
+#: made from a ``blob:`` URL of the page's own text)
+CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; worker-src blob:"
 #: notebook output height in pixels (the standalone page fills the window)
 HEIGHT = 640
-#: what a viewer's place shows until its script runs (or where scripts never run: an
-#: untrusted notebook, a static notebook renderer)
-NO_SCRIPT = "tensorview interactive viewer: it needs JavaScript (in Jupyter, a trusted notebook: run the cell)."
+#: the one script of a viewer's markup: it runs the start code kept in the comment before it
+#: (``currentScript`` where the page sets it, else the script found by its id)
+STARTER = (
+    '<script id="tv-start-{uid}">(function(s){{for(var n=s;n=n.previousSibling;)'
+    'if(n.nodeType==8&&n.data.indexOf("tv:boot:")==0){{var e=document.createElement("script");'
+    "e.text=n.data.slice(8);s.parentNode.insertBefore(e,s.nextSibling);return}}}})"
+    '(document.currentScript||document.getElementById("tv-start-{uid}"))</script>'
+)
+#: the line between elkjs and the viewer's scripts in the library text
+VIEWER_MARK = "\n/*tv:viewer*/\n"
 
 _ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 
@@ -59,10 +73,26 @@ _ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 def script_json(value: Any) -> str:
     """``value`` as JSON that is safe inside a ``<script>`` element: no ``<``, ``>`` or
     ``&`` appears literally (strings keep them as ``\\u`` escapes, which JSON.parse reads
-    back), so no ``</script>`` or ``<!--`` can occur."""
-    # ASCII only: names may hold lone surrogates, which UTF-8 cannot carry (JSON escapes can)
-    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    back), so no ``</script>`` or ``<!--`` can occur.  Strings hold no character XML
+    cannot carry (``escape.visible``, as in DOT): the viewer's SVG export parses."""
+    text = json.dumps(_visible(value), separators=(",", ":"), allow_nan=False)
     return text.translate(_ESCAPES)
+
+
+def _visible(value: Any) -> Any:
+    """Every string in ``value`` (JSON data: dicts, lists) through ``visible``."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {visible(str(k)): _visible(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if _NUMBERS.issuperset(map(type, value)):  # the compact columns: nothing to do
+            return value
+        return [_visible(v) for v in value]
+    return value
+
+
+_NUMBERS = frozenset({int, float, bool, type(None)})
 
 
 @cache
@@ -71,27 +101,55 @@ def asset(name: str) -> str:
     return resources.files(__package__).joinpath("viewer", name).read_text(encoding="utf-8")
 
 
+def packed(text: str) -> str:
+    """``text`` as gzip + base64 (what boot.js unpacks), in lines of 76 characters."""
+    raw = gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)  # mtime 0: the same bytes each time
+    return base64.encodebytes(raw).decode("ascii")
+
+
+@cache
+def library_text() -> str:
+    """elkjs, then the viewer's scripts: the worker gets the first part, the page runs the
+    second.  elkjs is never run by the page unless no worker can be made (layout.js)."""
+    viewer = [*(asset(s) for s in SCRIPTS), f"window.tensorview.cssText = {script_json(asset('viewer.css'))};"]
+    return asset(ELK) + VIEWER_MARK + "\n".join(viewer)
+
+
 @cache
 def library() -> str:
-    """One ``<script>``: elkjs and the viewer, run once per page (``__tensorview_loaded``).
-    elkjs's UMD header is given no ``define``/``module``/``exports`` so that it sets
-    ``window.ELK`` even where RequireJS is loaded (the classic notebook)."""
-    parts = [
-        "if (!window.__tensorview_loaded) {",
-        "(function (define, module, exports) {",
-        asset(ELK),
-        "}).call(window);",
-        *(asset(s) for s in SCRIPTS),
-        f"window.tensorview.cssText = {script_json(asset('viewer.css'))};",
-        "window.__tensorview_loaded = true;",
-        "window.dispatchEvent(new Event('tensorview-loaded'));",
-        "}",
-    ]
-    code = "\n".join(parts)
-    for bad in ("</script", "<!--"):  # would end or bend the element (checked, not escaped)
-        if bad in code.lower():
-            raise RuntimeError(f"a viewer script contains {bad!r}; it cannot be inlined into HTML")
-    return f"<script>\n{code}\n</script>"
+    """The library as one HTML comment (``tv:lib:``), the same in every output."""
+    return f"<!--tv:lib:\n{packed(library_text())}-->"
+
+
+@cache
+def boot() -> str:
+    """The start code as an HTML comment (``tv:boot:``)."""
+    code = asset(BOOT)
+    if "--" in code:  # would end or bend the comment (checked, not escaped)
+        raise RuntimeError("render/viewer/boot.js contains '--'; it cannot be kept in an HTML comment")
+    return f"<!--tv:boot:{code}-->"
+
+
+def payload(d: Drawing, inline: bool) -> dict[str, Any]:
+    """What one viewer shows: the compact graph and its configuration."""
+    return {"graph": encode(d.graph), "config": {**config(d), "inline": inline}}
+
+
+def viewer_markup(d: Drawing, *, height: int | None, inline: bool, library_: bool = True, picture: bool = False) -> str:
+    """One viewer: comments (library, data, height, start code) and the script that starts
+    it; ``height`` None fills the parent (the standalone page); ``picture``: the output
+    before this one is its picture, which the viewer hides when it starts."""
+    uid = uuid.uuid4().hex[:16]  # the starter's id, for pages that run scripts without currentScript
+    data = packed(
+        json.dumps(_visible(payload(d, inline)), separators=(",", ":"), allow_nan=False)
+    )  # escape.visible: the SVG export parses
+    parts = [library() if library_ else "", f"<!--tv:data:\n{data}-->"]
+    if height is not None:
+        parts.append(f"<!--tv:height:{int(height)}-->")
+    if picture:
+        parts.append("<!--tv:picture:1-->")
+    parts += [boot(), STARTER.format(uid=uid)]
+    return "\n".join(p for p in parts if p)
 
 
 def config(d: Drawing) -> dict[str, Any]:
@@ -139,43 +197,6 @@ def _css(color: str) -> str:
     return color
 
 
-def _viewer(d: Drawing, host_style: str, inline: bool) -> str:
-    """The host element, the data and the script that mounts a viewer on them (``inline``:
-    in a notebook, where keys and the mouse wheel belong to the page until it is clicked)."""
-    uid = uuid.uuid4().hex
-    data = script_json(encode(d.graph))
-    cfg = script_json({**config(d), "inline": inline})
-    missing = script_json(
-        "The tensorview viewer library is not loaded in this page (the output that carried it "
-        "is gone or the notebook is not trusted): show it again with graph.interactive(library=True)."
-    )
-    return f"""<div class="tv-host" id="tv-host-{uid}" style="{host_style}">{NO_SCRIPT}</div>
-<script type="application/json" id="tv-data-{uid}">{data}</script>
-<script>
-(function () {{
-  var host = document.getElementById("tv-host-{uid}");
-  function run() {{
-    if (host.getAttribute("data-mounted")) return;
-    host.setAttribute("data-mounted", "1");
-    host.textContent = "";
-    var tv = window.tensorview;
-    if (!document.querySelector("style[data-tensorview]")) {{
-      var style = document.createElement("style");
-      style.setAttribute("data-tensorview", "");
-      style.textContent = tv.cssText;
-      document.head.appendChild(style);
-    }}
-    tv.mount(host, JSON.parse(document.getElementById("tv-data-{uid}").textContent), {cfg});
-  }}
-  if (window.__tensorview_loaded) return run();
-  window.addEventListener("tensorview-loaded", run);
-  setTimeout(function () {{
-    if (!window.__tensorview_loaded) host.textContent = {missing};
-  }}, 5000);
-}})();
-</script>"""
-
-
 def page(d: Drawing) -> str:
     """The standalone page: opens offline in any browser."""
     title = html.escape(f"{one_line(d.render_options.graph_name)} — tensorview", quote=True)
@@ -189,54 +210,7 @@ def page(d: Drawing) -> str:
 <style>html, body {{ height: 100%; margin: 0; }} .tv-host {{ height: 100%; }}</style>
 </head>
 <body>
-{library()}
-{_viewer(d, "height: 100%", False)}
+{viewer_markup(d, height=None, inline=False)}
 </body>
 </html>
 """
-
-
-#: whether this process has shown a notebook viewer with the library (the next ones omit it)
-_library_sent = False
-
-
-def fragment(d: Drawing, *, library_: bool | None = None, height: int = HEIGHT) -> str:
-    """A notebook output: the viewer, with the library when ``library_`` is True, or when
-    None and no earlier output of this process carried it."""
-    global _library_sent
-    _check(height, library_)
-    include = library_ if library_ is not None else not _library_sent
-    if include:
-        _library_sent = True
-    return (library() + "\n" if include else "") + _viewer(d, f"height: {height}px", True)
-
-
-def _check(height: Any, library: Any) -> None:
-    if not isinstance(height, int) or isinstance(height, bool) or height < 100:
-        raise InvalidInputError(f"height must be an int >= 100 (pixels), got {height!r:.80}")
-    if library is not None and not isinstance(library, bool):
-        raise InvalidTypeError(f"library must be True, False or None, got {library!r:.80}")
-
-
-class Interactive:
-    """The interactive viewer of a drawing, as a notebook displays it (``_repr_html_``);
-    ``html`` is that output's HTML (``graph.save("x.html")`` writes the standalone page)."""
-
-    def __init__(self, drawing: Drawing, *, height: int = HEIGHT, library: bool | None = None) -> None:
-        _check(height, library)
-        self.drawing = drawing
-        self.height = height
-        self.library = library
-
-    @property
-    def html(self) -> str:
-        return fragment(self.drawing, library_=self.library, height=self.height)
-
-    def _repr_html_(self) -> str:
-        return self.html
-
-    def __repr__(self) -> str:
-        return f"<tensorview interactive viewer of {self.drawing.render_options.graph_name!r}>"
-
-
-register(Format("html", ("html", "htm"), "text/html", page, display=True, inline=fragment))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidTypeError
+from ..errors import InvalidTypeError, shown
 from ..graph import Cluster, FunctionNode, ModuleNode, TensorNode, View, ViewNode, unhandled
 
 
@@ -106,4 +106,4 @@ def styler_class(styler_cls: Any) -> type[GraphvizStyler] | None:
             f"{type(styler_cls).__name__}: pass the class, e.g. styler_cls={type(styler_cls).__name__}, "
             "and its arguments as keywords of make_dot"
         )
-    raise InvalidTypeError(f"styler_cls must be GraphvizStyler or a subclass of it, got {styler_cls!r:.80}")
+    raise InvalidTypeError(f"styler_cls must be GraphvizStyler or a subclass of it, got {shown(styler_cls)}")

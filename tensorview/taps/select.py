@@ -9,7 +9,7 @@ from typing import Any
 
 from torch import nn
 
-from ..errors import InvalidInputError, InvalidTypeError
+from ..errors import InvalidInputError, InvalidTypeError, shown
 
 Types = type[nn.Module] | Iterable[type[nn.Module]] | None
 Indices = int | Iterable[int] | None
@@ -22,7 +22,7 @@ def select(
     """``(path, module)`` pairs of ``model.named_modules()`` (``recursive``, the root
     included as ``""``) or ``model.named_children()`` that pass every given filter."""
     if not isinstance(model, nn.Module):
-        raise InvalidTypeError(f"model must be a torch.nn.Module, got {type(model).__name__}: {model!r:.80}")
+        raise InvalidTypeError(f"model must be a torch.nn.Module, got {type(model).__name__}: {shown(model)}")
     candidates = list(model.named_modules() if recursive else model.named_children())
     type_tuple = _types(types)
     index_set = _indices(indices, len(candidates))
@@ -53,7 +53,7 @@ def _indices(indices: Indices, count: int) -> set[int] | None:
     given: list[Any] = [indices] if _is_index(indices) else list(_iterable("indices", indices, "an int"))
     for i in given:
         if not _is_index(i):
-            raise InvalidTypeError(f"indices must be ints, got {i!r:.80}")
+            raise InvalidTypeError(f"indices must be ints, got {shown(i)}")
     entries = [operator.index(i) for i in given]  # numpy integers too
     for i in entries:
         if not 0 <= i < count:
@@ -87,5 +87,5 @@ def _is_index(i: Any) -> bool:
 
 def _iterable(what: str, value: Any, one: str) -> Iterable[Any]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise InvalidTypeError(f"{what} must be {one} or a list of them, got {type(value).__name__}: {value!r:.80}")
+        raise InvalidTypeError(f"{what} must be {one} or a list of them, got {type(value).__name__}: {shown(value)}")
     return value

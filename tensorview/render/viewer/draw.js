@@ -144,14 +144,15 @@
       if (!b) return;
       var g = el("g", { class: "tv-cluster" + (c.fold ? " tv-fold-box" : ""), "data-cluster": c.id, transform: "translate(" + b.x + "," + b.y + ")" }, gc);
       el("rect", { width: b.width, height: b.height, rx: 6, class: "tv-cluster-rect" }, g);
-      var head = el("g", { class: "tv-cluster-head", "data-toggle": c.id }, g);
+      var title = hooks.header(c);
+      var head = el("g", { class: "tv-cluster-head", "data-toggle": c.id, role: "button", tabindex: 0, "aria-label": "Close " + title }, g);
       el("rect", { width: b.width, height: L.HEADER - 4, class: "tv-cluster-hit" }, head);
-      text(head, 8, 17, "▾ " + L.cut(hooks.header(c)), "tv-cluster-title");
+      text(head, 8, 17, "▾ " + L.cut(title), "tv-cluster-title");
       if (c.fold) {
-        var prev = el("g", { class: "tv-step", "data-step": -1, "data-fold": c.fold.head, transform: "translate(" + (b.width - 44) + ",3)" }, g);
+        var prev = el("g", { class: "tv-step", "data-step": -1, "data-fold": c.fold.head, role: "button", tabindex: 0, "aria-label": "Previous repeat", transform: "translate(" + (b.width - 44) + ",3)" }, g);
         el("rect", { width: 18, height: 18, rx: 3 }, prev);
         text(prev, 5, 14, "◀");
-        var next = el("g", { class: "tv-step", "data-step": 1, "data-fold": c.fold.head, transform: "translate(" + (b.width - 22) + ",3)" }, g);
+        var next = el("g", { class: "tv-step", "data-step": 1, "data-fold": c.fold.head, role: "button", tabindex: 0, "aria-label": "Next repeat", transform: "translate(" + (b.width - 22) + ",3)" }, g);
         el("rect", { width: 18, height: 18, rx: 3 }, next);
         text(next, 5, 14, "▶");
       }
@@ -168,11 +169,12 @@
     view.nodes.forEach(function (v) {
       var b = pos.nodes.get(v.id);
       if (!b) return;
-      var cls = "tv-node " + KIND_CLASS[v.kind] + " " + hooks.nodeClass(v);
-      var g = el("g", { class: cls, "data-id": v.id, transform: "translate(" + b.x + "," + b.y + ")" }, gn);
+      var cls = "tv-node " + KIND_CLASS[v.kind] + " " + hooks.nodeClass(v), lines = hooks.lines(v);
+      // every node has a name and takes the focus (Tab); Enter opens what a click opens
+      var g = el("g", { class: cls, "data-id": v.id, role: "button", tabindex: 0, "aria-label": lines.join(", "), transform: "translate(" + b.x + "," + b.y + ")" }, gn);
       el("rect", { width: b.width, height: b.height, rx: v.kind === TV.FUNCTION ? 8 : 2, class: "tv-node-rect" }, g);
       if (v.members || v.calls > 1) el("rect", { x: 3, y: 3, width: b.width - 6, height: b.height - 6, rx: 2, class: "tv-node-inner" }, g);
-      hooks.lines(v).forEach(function (line, k) {
+      lines.forEach(function (line, k) {
         text(g, L.PAD_X, L.PAD_Y + 12 + k * L.LINE, L.cut(line), k === 0 ? "tv-node-title" : "tv-node-sub");
       });
       self.items.set(v.id, g);

@@ -1,4 +1,5 @@
-/* tensorview viewer, part 5: layout with elkjs (the vendored elk.bundled.js).
+/* tensorview viewer, part 5: layout with elkjs (the vendored elk.bundled.js, run in a
+ * worker by worker.js).
  *
  * Only the current view is laid out: drawn nodes as leaves, opened calls and opened
  * folds as compound nodes around their contents (ELK's layered algorithm with
@@ -118,12 +119,11 @@
     return out;
   }
 
-  var elk = null;
-  /** Lay ``view`` out; resolves to the flattened positions. */
-  function layout(view, labels, title, dir) {
-    if (elk === null) elk = new window.ELK();
+  /** Lay ``view`` out for ``owner`` (a viewer: worker.js cancels by owner); resolves to
+   * the flattened positions. */
+  function layout(view, labels, title, dir, owner) {
     var graph = elkGraph(view, labels, title, dir);
-    return elk.layout(graph).then(collect);
+    return TV.worker.layout(graph, owner).then(collect);
   }
 
   TV.layout = { layout: layout, elkGraph: elkGraph, collect: collect, LINE: LINE, PAD_X: PAD_X, PAD_Y: PAD_Y, HEADER: HEADER, cut: cut, FONT: FONT };

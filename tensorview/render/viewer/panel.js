@@ -40,6 +40,17 @@
       if (vw.g.kind[id] === MODULE) vw.open(id);
       else if (v && v.group) vw.ungroup(id);
     });
+    // the keyboard: Enter or Space on a focused node, header or repeat button acts as a click
+    vw.stage.addEventListener("keydown", function (ev) {
+      if ((ev.key === "Enter" || ev.key === " ") && ev.target.closest && ev.target.closest("[role=button]")) {
+        ev.preventDefault();
+        ev.target.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+      }
+    });
+    vw.stage.addEventListener("focusin", function (ev) {
+      var t = ev.target.closest && ev.target.closest("[data-id]");
+      if (t) details(vw, Number(t.getAttribute("data-id")));
+    });
     vw.stage.addEventListener("mouseover", function (ev) {
       var t = ev.target.closest("[data-id]");
       if (t) details(vw, Number(t.getAttribute("data-id")));
@@ -53,6 +64,7 @@
       else if (a === "in") vw.canvas.zoom(1.25);
       else if (a === "out") vw.canvas.zoom(0.8);
       else if (a === "svg") download(vw);
+      else if (a === "cancel") vw.cancel();
     });
     root.querySelector(".tv-toolbar").addEventListener("change", function (ev) {
       var name = ev.target.getAttribute("data-toggle-option");

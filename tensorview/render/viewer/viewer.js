@@ -11,7 +11,7 @@
   "use strict";
   var TV = (window.tensorview = window.tensorview || {});
   var V = TV.view, MODULE = TV.MODULE, TENSOR = TV.TENSOR;
-  // a view with more drawn nodes waits for the user to ask for its (slow) layout
+  // a view with more drawn nodes waits for the user to ask for its (slow, minutes) layout
   var LAYOUT_LIMIT = 1500;
 
   function h(tag, attrs, parent, content) {
@@ -20,6 +20,42 @@
     if (content !== undefined) e.textContent = content;
     if (parent) parent.appendChild(e);
     return e;
+  }
+
+  // a promise resolved in a later task: long work is cut into tasks the page can answer between
+  function later() {
+    return new Promise(function (resolve) { setTimeout(resolve, 0); });
+  }
+
+  /** Whether the page around ``el`` is dark: JupyterLab's theme attribute, VS Code's body
+   * class, else the system's ``prefers-color-scheme``. */
+  function isDark() {
+    var b = document.body;
+    if (b) {
+      var jp = b.getAttribute("data-jp-theme-light");
+      if (jp === "false") return true;
+      if (jp === "true") return false;
+      if (b.classList.contains("vscode-dark") || b.classList.contains("vscode-high-contrast") && !b.classList.contains("vscode-high-contrast-light")) return true;
+      if (b.classList.contains("vscode-light") || b.classList.contains("vscode-high-contrast-light")) return false;
+    }
+    return !!(window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches);
+  }
+
+  /** Keep ``root``'s ``tv-dark`` class in step with the page's theme while it is in the page. */
+  function followTheme(root) {
+    var apply = function () {
+      if (!root.isConnected && observer) return stop();
+      root.classList.toggle("tv-dark", isDark());
+    };
+    var media = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+    var observer = window.MutationObserver ? new MutationObserver(apply) : null;
+    function stop() {
+      if (observer) observer.disconnect();
+      if (media && media.removeEventListener) media.removeEventListener("change", apply);
+    }
+    if (observer && document.body) observer.observe(document.body, { attributes: true, attributeFilter: ["class", "data-jp-theme-light"] });
+    if (media && media.addEventListener) media.addEventListener("change", apply);
+    apply();
   }
 
   function Viewer(host, data, config) {
@@ -45,11 +81,13 @@
     this._next = null; // the redraw asked for while one runs
     this._build(host);
     TV.active = this;
-    this.ready = this.refresh(null);
+    var self = this;
+    this.ready = later().then(function () { return self.refresh(null); });
   }
 
   Viewer.prototype._build = function (host) {
-    var self = this, root = (this.root = h("div", { class: "tv-viewer", "data-state": "busy", tabindex: "-1" }, host));
+    var self = this, root = (this.root = h("div", { class: "tv-viewer", "data-state": "busy", tabindex: "-1", role: "region", "aria-label": "tensorview viewer: " + (this.config.name || "model") }, host));
+    followTheme(root);
     var colors = this.config.colors || {};
     Object.keys(colors).forEach(function (k) {
       var c = String(colors[k]);
@@ -58,10 +96,10 @@
     });
     var bar = h("div", { class: "tv-toolbar" }, root);
     h("span", { class: "tv-name" }, bar, this.config.name || "model");
-    this.searchBox = h("input", { class: "tv-search", type: "search", placeholder: "Search path, class or op  ( / )", spellcheck: "false" }, bar);
+    this.searchBox = h("input", { class: "tv-search", type: "search", placeholder: "Search path, class or op  ( / )", spellcheck: "false", "aria-label": "Search module paths, classes and ops" }, bar);
     this.searchCount = h("span", { class: "tv-search-count" }, bar);
     var buttons = [["fit", "Fit", "Fit to screen (f)"], ["in", "+", "Zoom in"], ["out", "−", "Zoom out"], ["svg", "SVG", "Export the current view as SVG"]];
-    buttons.forEach(function (b) { h("button", { type: "button", "data-action": b[0], title: b[2] }, bar, b[1]); });
+    buttons.forEach(function (b) { h("button", { type: "button", "data-action": b[0], title: b[2], "aria-label": b[2] }, bar, b[1]); });
     this.toggles = {};
     [["fold", "fold repeats"], ["tensors", "inner tensors"], ["params", "parameters"], ["shapes", "shapes"]].forEach(function (t) {
       var label = h("label", { class: "tv-toggle" }, bar);
@@ -69,7 +107,10 @@
       label.appendChild(document.createTextNode(" " + t[1]));
     });
     if (this.g.error) h("span", { class: "tv-error", title: this.g.error }, bar, "forward raised: " + this.g.error);
-    this.status = h("span", { class: "tv-status" }, bar);
+    var warned = this.g.warnings;  // where the recording knows the graph may be incomplete
+    if (warned.length) h("span", { class: "tv-warning", title: warned.join("\n") }, bar, "⚠ " + (warned.length > 1 ? warned.length + " warnings: " : "") + warned[0]);
+    this.status = h("span", { class: "tv-status", role: "status", "aria-live": "polite" }, bar);
+    this.cancelButton = h("button", { type: "button", "data-action": "cancel", title: "Stop laying out; the drawing before stays", "aria-label": "Cancel the layout", hidden: "" }, bar, "Cancel");
     this.results = h("div", { class: "tv-results", hidden: "" }, root);
     this.crumbs = h("div", { class: "tv-breadcrumb" }, root);
     var main = h("div", { class: "tv-main" }, root);
@@ -137,15 +178,18 @@
     this.root.setAttribute("data-state", "busy");
     var before = anchor !== null && anchor !== undefined ? this._screenOf(anchor) : null;
     var t0 = performance.now();
-    var view = (this.view = V.build(this.g, this.state));
+    var previous = this.view, view = (this.view = V.build(this.g, this.state));
     if (view.nodes.length > LAYOUT_LIMIT && !job.force) {
       this._tooBig(view, anchor);
       this.root.setAttribute("data-state", "ready");
       return Promise.resolve();
     }
-    this.status.textContent = "laying out " + view.nodes.length + " nodes…";
-    var running = TV.layout
-      .layout(view, this.lines.bind(this), this.header.bind(this), this.dir)
+    var ticker = this._progress(view.nodes.length, t0);
+    var running = later()
+      .then(function () {
+        // the layout's input is made in a task of its own (the view took this one)
+        return TV.layout.layout(view, self.lines.bind(self), self.header.bind(self), self.dir, self);
+      })
       .then(function (pos) {
         self.pos = pos;
         self.canvas.draw(view, pos, {
@@ -163,10 +207,17 @@
         self.root.setAttribute("data-nodes", String(view.nodes.length));
       })
       .catch(function (err) {
+        if (err && err.cancelled) {
+          self.view = previous;
+          self.status.textContent = "layout cancelled: the drawing is the one before";
+          return;
+        }
         self.status.textContent = "layout failed: " + (err && err.message ? err.message : String(err));
         if (window.console) console.warn("tensorview: layout failed", err);
       })
       .then(function () {
+        clearInterval(ticker);
+        self.cancelButton.hidden = true;
         if (self._running === running) self._running = null;
         if (!self._next && !self._running) self.root.setAttribute("data-state", "ready");
       });
@@ -174,12 +225,28 @@
     return running;
   };
 
+  // "laying out N nodes… 3 s" while the worker runs, with the cancel button shown
+  Viewer.prototype._progress = function (count, t0) {
+    var self = this, say = function () {
+      var s = Math.round((performance.now() - t0) / 1000);
+      self.status.textContent = "laying out " + count + " nodes…" + (s >= 1 ? " " + s + " s" : "");
+    };
+    say();
+    this.cancelButton.hidden = false;
+    return setInterval(say, 500);
+  };
+
+  /** Stop the layout under way (the drawing before it stays); whether one ran. */
+  Viewer.prototype.cancel = function () {
+    return TV.worker.cancel(this);
+  };
+
   // a view too big to lay out at once: say so, and lay it out only when asked
   Viewer.prototype._tooBig = function (view, anchor) {
     var self = this, note = h("div", { class: "tv-too-big" }, this.stage);
     this.pos = { nodes: new Map(), clusters: new Map(), edges: [], width: 0, height: 0 };
     this.canvas.draw({ nodes: [], edges: [], clusters: [] }, this.pos, {});
-    h("p", {}, note, "This view has " + view.nodes.length + " nodes (more than " + LAYOUT_LIMIT + "): laying it out takes about 5 s per 1,000 nodes, and the page waits meanwhile. Close modules or fold repeats, or");
+    h("p", {}, note, "This view has " + view.nodes.length + " nodes (more than " + LAYOUT_LIMIT + "): laying it out takes about 5 s per 1,000 nodes or more (in the background: Cancel stops it). Close modules or fold repeats, or");
     var go = h("button", { type: "button" }, note, "lay it out anyway");
     go.addEventListener("click", function () {
       note.remove();
@@ -304,9 +371,22 @@
     };
   };
 
+  /** The viewer's style sheet, once per document (an output in an iframe has its own). */
+  TV.addStyle = function (host) {
+    var doc = host.ownerDocument;
+    if (doc.querySelector("style[data-tensorview]")) return;
+    var style = doc.createElement("style");
+    style.setAttribute("data-tensorview", "");
+    style.textContent = TV.cssText;
+    (doc.head || doc.documentElement).appendChild(style);
+  };
+
+  TV.isDark = isDark;
   TV.Viewer = Viewer;
   TV.viewers = TV.viewers || [];
   TV.mount = function (host, data, config) {
+    // viewers whose output left the page (a re-run cell) are let go
+    TV.viewers = TV.viewers.filter(function (v) { return v.root.isConnected; });
     var viewer = new Viewer(host, data, config);
     TV.viewers.push(viewer);
     return viewer;
