@@ -19,6 +19,9 @@ from tensorview.compare import GraphDiff, fingerprint
 
 from .fixtures import needs
 from .fixtures.diff_models import IDS, Spec, Stack, Tiny
+from .fixtures.hf import written_for
+
+pytestmark = [written_for]  # transformers models built from tiny configs, their module paths
 
 S = Spec()
 ONE, BOTH = frozenset({1}), frozenset({0, 1})
