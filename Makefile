@@ -104,6 +104,7 @@ lock:
 bench: setup
 	$(PY) -m pip install -q --no-build-isolation $(CONSTRAINTS) -e '.[bench]'
 	$(PY) bench/run.py
+	$(PY) bench/diff.py
 
 clean:
 	rm -rf $(VENV) $(TORCH_VENV) $(LATEST_VENV) build *.egg-info

@@ -23,6 +23,7 @@ from . import taps
 from ._version import __version__ as __version__
 from .api import Recorder, draw_graph, summary
 from .autograd import autograd_graph
+from .compare import GraphDiff, diff
 from .cost.memreport import MemoryReport
 from .cost.step import memory
 from .drawing import ComputationGraph
@@ -43,6 +44,7 @@ __all__ = [
     "ComputationGraph",
     "FunctionNode",
     "Graph",
+    "GraphDiff",
     "GraphLintError",
     "GraphvizStyler",
     "InvalidInputError",
@@ -59,6 +61,7 @@ __all__ = [
     "TensorviewError",
     "ViewOptions",
     "autograd_graph",
+    "diff",
     "draw_graph",
     "make_dot",
     "memory",

@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from ..errors import InvalidInputError, InvalidTypeError, RecordingError, RenderError
-from . import commands, memory
+from . import commands, diffcmd, memory
 from .parser import build_parser
 from .progress import Progress
 from .values import ModelError, UsageError
@@ -18,7 +18,13 @@ from .values import ModelError, UsageError
 #: what a forward that cannot run on meta says (a shape error is not one of them)
 META_TROUBLE = re.compile(r"meta|item\(\)|data.dependent|NotImplemented|no data", re.I)
 OK, MODEL_ERROR, USAGE_ERROR, INTERRUPTED = 0, 1, 2, 130
-COMMANDS: dict[str, Callable[..., int]] = {"draw": commands.draw, "summary": commands.summary, "memory": memory.memory}
+COMMANDS: dict[str, Callable[..., int]] = {
+    "draw": commands.draw,
+    "summary": commands.summary,
+    "memory": memory.memory,
+    "diff": diffcmd.run_diff,
+    "fingerprint": diffcmd.run_fingerprint,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

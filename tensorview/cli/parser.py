@@ -24,8 +24,11 @@ EXAMPLES = """examples:
   tensorview draw my_project/models.py:build_model --kwargs width=64 --input-size 1,3,32,32 -o net.png
   tensorview summary hf:mixtral --config num_hidden_layers=4
   tensorview memory hf:llama --config num_hidden_layers=2 --batch 8 --seq-len 4096 --budget 80GiB
+  tensorview diff hf:llama hf:mistral --config num_hidden_layers=2 -o diff.svg
+  tensorview fingerprint my_project/models.py:build_model --input-size 1,3,32,32
 
 exit status: 0 ok, 1 the model failed (import, build, record, draw), 2 bad usage or missing package
+(diff: 0 identical, 1 different)
 """
 
 
@@ -92,6 +95,9 @@ def build_parser() -> Parser:
         add_general_options(sub)
     add_memory_options(memory)
     add_view_options(draw)
+    from .diffcmd import add_parsers  # tensorview diff, tensorview fingerprint
+
+    parser.commands.update(add_parsers(commands, add_target_options, add_general_options))
     draw.add_argument(
         "-o",
         "--output",

@@ -6,6 +6,7 @@ from .annotations import BACKWARD_LAYER, SOURCE_LAYER, WARNING_LAYER, Annotation
 from .builder import GraphBuilder
 from .factory import NodeFactory
 from .graph import Graph, ir_of
+from .load import from_dict, load
 from .names import Namespace
 from .nodes import (
     KINDS,
@@ -54,6 +55,8 @@ __all__ = [
     "ViewNode",
     "ViewOptions",
     "annotate",
+    "from_dict",
     "ir_of",
+    "load",
     "unhandled",
 ]

@@ -1,0 +1,108 @@
+"""``tensorview diff A B`` and ``tensorview fingerprint TARGET``: the architecture diff for
+people and CI (docs/diff.md).
+
+``A``/``B`` are any targets of ``draw`` or saved graph JSONs (``tensorview draw ... -o
+x.json``).  ``diff`` prints the report and exits 0 when the two are identical, 1 when they
+differ, 2 on a usage error; ``-o`` also writes it (``.json``, ``.txt``, ``.html``, or
+the side-by-side picture: ``.svg``, ``.gv``, ``.png``, ``.pdf``).  ``fingerprint`` prints a structural hash
+that is the same for the same architecture on any run, machine and device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ..api import draw_graph
+from ..compare import KINDS, LEVELS, diff, fingerprint
+from ..graph import Graph, load
+from . import inputs
+from .commands import build_target
+from .progress import Progress
+from .values import UsageError
+
+#: exit statuses of ``diff``
+SAME, DIFFERENT = 0, 1
+
+
+def add_parsers(commands: Any, add_target_options: Any, add_general_options: Any) -> dict[str, Any]:
+    """Register ``diff`` and ``fingerprint`` on the subparsers ``commands``; their parsers."""
+    p = commands.add_parser(
+        "diff",
+        help="compare two models or saved graphs (exit 0 identical, 1 different)",
+        description="Architecture diff of two targets: modules matched by path, then by structure; "
+        "ops aligned inside matched modules. Exit 0 identical, 1 different, 2 usage error.",
+    )
+    add_target_options(p)
+    _rename_target(p, "A", "the first model: a target (see draw) or a saved graph .json")
+    p.add_argument("other", metavar="B", help="the second model: a target or a saved graph .json")
+    g = p.add_argument_group("diff")
+    g.add_argument("--level", choices=LEVELS, default="module", help="module: one line per module; op: every op edit")
+    g.add_argument(
+        "--ignore", metavar="KIND,...", default="", help=f"kinds of differences to leave out: {', '.join(KINDS)}"
+    )
+    g.add_argument(
+        "-o", "--output", metavar="PATH", help="also write the diff: .json, .txt, .html, .svg, .gv, .png, .pdf"
+    )
+    g.add_argument("--depth", type=int, default=None, help="deepest module level drawn in a picture")
+    add_general_options(p)
+    f = commands.add_parser("fingerprint", help="print a structural hash of the architecture (same model, same hash)")
+    add_target_options(f)
+    _rename_target(f, "TARGET", "the model: a target (see draw) or a saved graph .json")
+    add_general_options(f)
+    return {"diff": p, "fingerprint": f}
+
+
+def _rename_target(p: argparse.ArgumentParser, metavar: str, text: str) -> None:
+    for action in p._actions:
+        if action.dest == "target":
+            action.metavar, action.help = metavar, text
+
+
+def graph_of(ns: argparse.Namespace, spec: str, progress: Progress) -> tuple[Graph, str]:
+    """The recorded graph of one target (or the saved graph ``spec``) and its name."""
+    if spec.endswith(".json"):
+        if not os.path.isfile(spec):
+            raise UsageError(f"no such graph JSON: {spec!r}")
+        with progress.step(f"reading {spec}"):
+            return load(spec), os.path.basename(spec)
+    sub = argparse.Namespace(**{**vars(ns), "target": spec})
+    target = build_target(sub, progress)
+    specs = inputs.choose(ns.input_size or [], target.inputs, spec)
+    with progress.step(f"recording {type(target.model).__name__} on {ns.device} with {inputs.describe(specs)}"):
+        graph = draw_graph(
+            target.model, device=ns.device, mode=ns.mode, source=False, **inputs.call_arguments(specs, ns.device)
+        )
+    return graph.graph, spec
+
+
+def run_diff(ns: argparse.Namespace, progress: Progress) -> int:
+    ignore = [k.strip() for k in ns.ignore.split(",") if k.strip()]
+    bad = [k for k in ignore if k not in KINDS]
+    if bad:
+        raise UsageError(f"--ignore: unknown kind {bad[0]!r} (allowed: {', '.join(KINDS)})")
+    if ns.output:
+        _check_output(ns.output)
+    ga, na = graph_of(ns, ns.target, progress)
+    gb, nb = graph_of(ns, ns.other, progress)
+    with progress.step("comparing"):
+        d = diff(ga, gb, level=ns.level, ignore=ignore)
+        d.names = (na, nb)
+    print(d)
+    if ns.output:
+        path = d.save(ns.output, depth=ns.depth)
+        progress.say(f"wrote {path}")
+    return SAME if d.identical else DIFFERENT
+
+
+def run_fingerprint(ns: argparse.Namespace, progress: Progress) -> int:
+    graph, name = graph_of(ns, ns.target, progress)
+    print(f"{fingerprint(graph)}  {name}")
+    return 0
+
+
+def _check_output(path: str) -> None:
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    if ext not in ("json", "txt", "html", "svg", "gv", "dot", "png", "pdf"):
+        raise UsageError(f"-o {path!r}: the diff is written as .json, .txt, .html, .svg, .gv, .png or .pdf")
