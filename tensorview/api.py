@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from torch import nn
 
-from .compat.attributes import AttributesProbe
 from .compat.graph_api import TorchviewExtras
 from .compat.options import check_flag, check_mode, input_slots, save_files
-from .cost.layers import ActivationBytes, check_stats
-from .cost.probe import CostProbe
-from .cost.run import summarize
-from .cost.summary import Summary
 from .drawing import ComputationGraph
 from .errors import InvalidTypeError, shown
 from .graph import Graph, ViewOptions
@@ -28,6 +24,10 @@ from .recording.inputs import check_forward_kwargs, check_model, dtypes_hint, ma
 from .recording.modes import caller_modes_hidden
 from .recording.placement import as_device, model_device, placed
 from .render import RenderOptions, styler_for
+
+if TYPE_CHECKING:  # the cost model is imported by what uses it: stats=, summary (docs/architecture.md)
+    from .compat.attributes import AttributesProbe
+    from .cost.summary import Summary
 
 
 class Recorder(BaseRecorder[ComputationGraph]):
@@ -65,7 +65,8 @@ class Recorder(BaseRecorder[ComputationGraph]):
         self.render_options = render_options
 
     def _result(self, graph: Graph) -> ComputationGraph:
-        cost = next((p.record for p in self.probes if isinstance(p, CostProbe)), None)
+        probe = sys.modules.get("tensorview.cost.probe")  # none of its probes exist before it is imported
+        cost = next((p.record for p in self.probes if isinstance(p, probe.CostProbe)), None) if probe else None
         return ComputationGraph(graph, self.options, self.render_options, cost=cost)
 
 
@@ -136,7 +137,7 @@ def draw_graph(
     check_flag("strict", strict), check_flag("collect_attributes", collect_attributes)
     extras = TorchviewExtras(directory, filename)  # checked before the forward runs
     program = is_program(model, input_size is not None or input_data is not None)
-    stats = check_stats(stats, runs=not program)
+    stats = _check_stats(stats, program)
     if not program:
         check_model(model, "draw_graph")
     styler = styler_for(style) if style is not None else None
@@ -157,7 +158,7 @@ def draw_graph(
         open_folds=open_folds,
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
-    attributes = AttributesProbe() if collect_attributes else None
+    attributes = _attributes_probe() if collect_attributes else None
     if program:
         ir = import_program(model, program_inputs(model, input_size, input_data, dtypes, mode, forward_kwargs))
         graph = ComputationGraph(ir, options, render_options)
@@ -191,7 +192,11 @@ def _record(
     input_size, input_data, dtypes, forward_kwargs = inputs
     fake = is_fake(device)
     dev = None if fake else as_device(device)
-    probes: list[Probe] = [CostProbe(stats)] if stats else []
+    probes: list[Probe] = []
+    if stats:
+        from .cost.probe import CostProbe
+
+        probes.append(CostProbe(stats))
     probes.extend(more_probes)
     if source:
         probes.append(SourceProbe())
@@ -213,7 +218,25 @@ def _record(
         options["keep_parameters"] = runnable is not model
         with torch.set_grad_enabled(bool(stats)), Recorder(runnable, device=dev, probes=probes, **options) as rec:
             runnable(*args, **kwargs)
-    return rec.graph.annotate(ActivationBytes()) if "activation_bytes" in stats else rec.graph
+    if "activation_bytes" in stats:
+        from .cost.layers import ActivationBytes
+
+        return rec.graph.annotate(ActivationBytes())
+    return rec.graph
+
+
+def _check_stats(stats: Any, program: bool) -> tuple[str, ...]:
+    if isinstance(stats, (tuple, list)) and not stats:
+        return ()  # the default: the cost model stays unimported
+    from .cost.layers import check_stats
+
+    return check_stats(stats, runs=not program)
+
+
+def _attributes_probe() -> AttributesProbe:
+    from .compat.attributes import AttributesProbe
+
+    return AttributesProbe()
 
 
 def _option_names(fn: Any) -> tuple[str, ...]:  # a forward keyword close to one is a misspelling
@@ -250,4 +273,6 @@ def summary(
     check_forward_kwargs(model, forward_kwargs, _option_names(summary))
     inputs = (input_size, input_data, batch_dim, dtypes, forward_kwargs)
     table = (col_names, col_width, row_settings, verbose, fold)
+    from .cost.run import summarize
+
     return summarize(_record, model, inputs, table, cache_forward_pass, depth, device, mode, optimizer, state_dtype)

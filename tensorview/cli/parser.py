@@ -13,8 +13,7 @@ from ..graph import ViewOptions
 from ..render import GRAPH_DIRS, LAYOUTS
 from ..render.themes import STYLES
 from . import values
-from .targets import FORMS
-from .values import UsageError
+from .values import FORMS, UsageError
 
 DESCRIPTION = "Draw a PyTorch model's forward pass as a graph, from the shell (no weights needed)."
 EXAMPLES = """examples:
@@ -31,7 +30,9 @@ exit status: 0 ok, 1 the model failed (import, build, record, draw), 2 bad usage
 class Parser(argparse.ArgumentParser):
     """Usage errors raise ``UsageError`` (``main`` prints them and exits with 2), so the
     parser can also serve the Sphinx directive without exiting the process.  A mistyped
-    option gets the closest ones of its command ("did you mean --depth?")."""
+    option gets the closest ones of its command ("did you mean --depth?").  Building and
+    parsing import no torch (``tensorview --help`` answers at once): ``--input-size``'s
+    dtypes are read last, once every other argument is known to be right."""
 
     commands: dict[str, argparse.ArgumentParser]
 
@@ -40,8 +41,8 @@ class Parser(argparse.ArgumentParser):
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
         ns, extras = self.parse_known_args(args, namespace)
+        command = getattr(self, "commands", {}).get(getattr(ns, "command", None) or "", self)
         if extras:
-            command = getattr(self, "commands", {}).get(getattr(ns, "command", None) or "", self)
             known = [o for a in command._actions for o in a.option_strings]
             guesses = [
                 f"did you mean {close[0]}?"
@@ -52,6 +53,11 @@ class Parser(argparse.ArgumentParser):
             ]
             hint = f" ({'; '.join(guesses)})" if guesses else ""
             command.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        if getattr(ns, "input_size", None):  # dtypes are read with torch, once all else is parsed
+            try:
+                ns.input_size = [values.parse_input(text) for text in ns.input_size]
+            except UsageError as e:
+                command.error(f"argument --input-size: {e}")
         return ns
 
 
@@ -126,7 +132,7 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--input-size",
         action="append",
-        type=argtype(values.parse_input),
+        type=argtype(values.input_text),
         metavar="[NAME=]SHAPE[:DTYPE]",
         help="an input's shape, e.g. 1,3,224,224 or 1x128:long or input_ids=1x128:long; repeat for "
         "several inputs (default: token ids or pixel values for hf/timm/torchvision targets)",
