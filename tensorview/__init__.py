@@ -29,6 +29,8 @@ from ._version import __version__ as __version__
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers and editors
     from . import taps
     from .api import Recorder, draw_graph, summary
+    from .cost.memreport import MemoryReport
+    from .cost.step import memory
     from .drawing import ComputationGraph
     from .errors import (
         GraphLintError,
@@ -49,6 +51,8 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and editor
 _LAZY = {
     **dict.fromkeys(("Recorder", "draw_graph", "summary"), "api"),
     "ComputationGraph": "drawing",
+    "MemoryReport": "cost.memreport",
+    "memory": "cost.step",
     **dict.fromkeys(
         (
             "GraphLintError",
@@ -89,6 +93,7 @@ __all__ = [
     "GraphvizStyler",
     "InvalidInputError",
     "InvalidTypeError",
+    "MemoryReport",
     "ModuleNode",
     "Recorder",
     "RecorderTensor",
@@ -101,6 +106,7 @@ __all__ = [
     "ViewOptions",
     "draw_graph",
     "make_dot",
+    "memory",
     "record",
     "render_network",
     "summary",

@@ -13,7 +13,7 @@ from .api import draw_graph
 from .drawing import ComputationGraph
 from .errors import InvalidInputError
 from .graph import Graph, ViewOptions, ir_of
-from .render import DotRenderer, GraphvizStyler, RenderOptions, render_digraph
+from .render import DotRenderer, GraphvizStyler, RenderOptions, file_name, render_digraph
 from .render.style import styler_class
 from .transform import build_view
 
@@ -64,6 +64,6 @@ def render_network(
     graph = record(model, name, input_shapes if input_data is None else None, input_data)
     dot = make_dot(graph, render_depth=render_depth, **styler_args)
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, (filename or name) + "." + fmt)
+    path = os.path.join(directory, (filename or file_name(name)) + "." + fmt)  # the name is user data
     render_digraph(dot, path, fmt)
     return path

@@ -200,7 +200,7 @@ def test_every_notebook_output_carries_the_whole_viewer() -> None:
     assert "lib" not in Page(graph.interactive(library=False).html).parts
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz dot")
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_interactive_shows_a_picture_then_the_viewer() -> None:
     graph = cnn()
     picture, viewer = graph.interactive().bundles()
@@ -215,7 +215,7 @@ def test_interactive_shows_a_picture_then_the_viewer() -> None:
     assert Page(viewer["text/html"]).data() == json.loads(json.dumps(encode(graph.graph)))
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz dot")
+@pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_a_wide_picture_is_scaled_and_its_png_capped() -> None:
     model = nn.Sequential(*[nn.Linear(4, 4) for _ in range(300)])
     graph = tv.draw_graph(model, input_size=(1, 4), graph_dir="LR", depth=1, fold=False)

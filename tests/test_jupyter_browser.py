@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from .browser import ROOT, Browser, why_no_browser
+from .fixtures import needs
 from .test_notebook_browser import executed
 
 pytestmark = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
@@ -42,7 +43,7 @@ class Server:
 
     def __init__(self, app: str, root: Path) -> None:
         module, app_class, self.tree = APPS[app]
-        pytest.importorskip(module)
+        pytest.importorskip(module, reason=needs.JUPYTER)
         self.port, self.root = free_port(), root
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
         for name in ("config", "data", "runtime"):

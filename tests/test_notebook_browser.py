@@ -18,6 +18,7 @@ import pytest
 import tensorview as tv
 
 from .browser import ROOT, Browser, why_no_browser
+from .fixtures import needs
 from .fixtures.cost_models import CNN
 
 pytestmark = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
@@ -96,11 +97,25 @@ def test_a_viewer_in_a_sandboxed_iframe_works_alone(browser: Browser, tmp_path: 
             browser.wait_ready()
             assert node_counts(browser) == [want[k]]
             assert browser.js("return document.querySelectorAll('.tv-node').length") == want[k]
+            assert browser.js("return tensorview.worker.where()") == "worker"  # a blob: worker, in the sandbox too
             browser.driver.switch_to.default_content()
         browser.screenshot("notebook-iframes.png")
     finally:
         browser.driver.switch_to.default_content()
     assert not errors(browser)
+
+
+def test_where_no_worker_may_start_the_layout_runs_in_the_page(browser: Browser, tmp_path: Path) -> None:
+    graph = cnn()
+    csp = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"  # no worker-src
+    head = f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+    path = tmp_path / "no-workers.html"
+    path.write_text(page(graph.interactive()._repr_html_(), head + RequireJS), encoding="utf-8")
+    browser.open(path)
+    assert node_counts(browser) == [len(graph.get_view().nodes)]
+    assert browser.js("return tensorview.worker.where()") == "page"
+    others = [e for e in errors(browser) if e["source"] != "security"]  # the browser's report of the refusal
+    assert not others
 
 
 def test_an_output_removed_before_it_started_leaves_nothing_behind(browser: Browser, tmp_path: Path) -> None:
@@ -131,8 +146,8 @@ NOTEBOOK_CELLS = [
 
 def executed() -> Any:
     """The notebook of ``NOTEBOOK_CELLS``, run by a kernel (nbclient), outputs as stored."""
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat", reason=needs.NBCONVERT)
+    nbclient = pytest.importorskip("nbclient", reason=needs.NBCONVERT)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in NOTEBOOK_CELLS])
     nbclient.NotebookClient(
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
@@ -163,7 +178,7 @@ def test_an_executed_notebook_keeps_a_picture_beside_each_viewer(notebook: Any) 
 
 
 def convert(nb: Any, tmp_path: Path, name: str, **options: Any) -> Path:
-    nbconvert = pytest.importorskip("nbconvert")
+    nbconvert = pytest.importorskip("nbconvert", reason=needs.NBCONVERT)
     body, _ = nbconvert.HTMLExporter(**options).from_notebook_node(nb)
     path = tmp_path / name
     path.write_text(body, encoding="utf-8")

@@ -23,6 +23,8 @@ def reason_text(node: ast.expr) -> str:
         return node.value
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "needs":
         return str(getattr(needs, node.attr))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return reason_text(node.func.value)  # needs.NAME.format(what)
     if isinstance(node, ast.JoinedStr):
         return "".join(
             reason_text(v.value) if isinstance(v, ast.FormattedValue) else reason_text(v) for v in node.values

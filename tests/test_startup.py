@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import tensorview as tv
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +49,8 @@ print(json.dumps({
     "version": run("--version"),
     "typo": run("draw", "--dpeth", "2", "x"),
     "typo with a dtype": run("draw", "x", "--input-size", "1x3:long", "--dpeth", "2"),
+    "memory help": run("memory", "--help"),
+    "typo with autocast": run("memory", "x", "--autocast", "bf16", "--bugdet", "1GB"),
     "bad shape": run("draw", "x", "--input-size", "1xb"),
     "no command": run(),
 }))
@@ -67,6 +71,10 @@ def test_help_and_usage_errors_import_no_torch() -> None:
         code, out, err, _ = runs[name]
         assert code == 2 and out == "", name
         assert "unrecognized arguments: --dpeth" in err and "did you mean --depth?" in err, err
+    code, out, _, _ = runs["memory help"]
+    assert code == 0 and "--autocast DTYPE" in out and "--budget SIZE" in out
+    code, _, err, _ = runs["typo with autocast"]
+    assert code == 2 and "unrecognized arguments: --bugdet 1GB (did you mean --budget?)" in err, err
     code, _, err, _ = runs["bad shape"]
     assert code == 2 and "argument --input-size: bad shape in --input-size '1xb'" in err, err
     code, _, err, _ = runs["no command"]
@@ -83,12 +91,14 @@ def test_input_dtypes_are_read_after_parsing() -> None:
     import torch
 
     assert ns.input_size == [InputSpec((1, 8), torch.int64), InputSpec((1, 8), torch.bool, "mask")]
-    try:
+    ns = build_parser().parse_args(["memory", "x", "--autocast", "bf16"])
+    assert ns.autocast is torch.bfloat16
+    with pytest.raises(UsageError) as e:
         build_parser().parse_args(["summary", "x", "--input-size", "1x3:flaot"])
-    except UsageError as e:
-        message = str(e)
-    assert message.startswith("argument --input-size: unknown dtype 'flaot' in --input-size '1x3:flaot'")
-    assert message.endswith("(see tensorview summary --help)")
+    assert str(e.value).startswith("argument --input-size: unknown dtype 'flaot' in --input-size '1x3:flaot'")
+    assert str(e.value).endswith("(see tensorview summary --help)")
+    with pytest.raises(UsageError, match=r"^argument --autocast: --autocast 'int8': a floating dtype is needed"):
+        build_parser().parse_args(["memory", "x", "--autocast", "int8"])
 
 
 IMPORT = """
@@ -151,6 +161,7 @@ def test_every_public_name_resolves_in_a_fresh_interpreter() -> None:
         value = getattr(tv, name)
         assert got[name] == [getattr(value, "__module__", None) or value.__name__, getattr(value, "__name__", None)]
     assert got["draw_graph"] == ["tensorview.api", "draw_graph"]
+    assert got["memory"] == ["tensorview.cost.step", "memory"]
     assert got["taps"] == ["tensorview.taps", "tensorview.taps"]
 
 

@@ -175,9 +175,14 @@ def test_costs_recorded_without_grad_say_saved_bytes_are_unknown() -> None:
 
 
 def test_stats_need_a_forward_that_runs() -> None:
-    traced = torch.fx.symbolic_trace(cm.MLP())
+    x = torch.randn(4, 16)
+    exported = torch.export.export(cm.MLP(), (x,))
     with pytest.raises(tv.InvalidInputError, match=r"stats=\('flops',\) need a forward that runs; a traced program"):
-        tv.draw_graph(traced, input_size=(4, 16), stats="flops")
+        tv.draw_graph(exported, input_size=(4, 16), stats="flops")
+    traced = torch.fx.symbolic_trace(cm.MLP())  # given inputs, a GraphModule calling leaf modules runs
+    g = tv.draw_graph(traced, input_size=(4, 16), stats="flops")
+    flops = g.graph.annotations.layer("flops")
+    assert sum(int(flops[f.id]) for f in g.graph.functions() if f.id in flops) == 2 * 4 * 16 * 32 + 2 * 4 * 32 * 8
 
 
 def test_sizes_that_depend_on_values_are_reported_not_guessed() -> None:

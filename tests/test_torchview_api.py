@@ -17,8 +17,9 @@ import tensorview as tv
 from tensorview import torchview
 from tensorview.graph.view import DEPTH_ALL
 from tests.fixtures import models as zoo
+from tests.fixtures import needs
 
-needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="needs the Graphviz dot program")
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason=needs.DOT)
 
 
 class MLP(nn.Module):  # torchview's README and notebook model

@@ -25,6 +25,7 @@ from tensorview.transform import build_view
 
 from .browser import Browser, why_no_browser
 from .fixtures.cost_models import CNN, tiny_llama_config
+from .fixtures.deep import default_recursion_limit, nested, plain_max_depth
 from .fixtures.hf import causal_lm_cache_field, written_for
 
 pytestmark = [pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}"), written_for]
@@ -419,11 +420,26 @@ def test_a_failed_recording_opens_with_its_error(browser: Browser, tmp_path: Pat
     assert_clean(browser)
 
 
-def test_a_model_nested_as_deep_as_its_forward_runs_opens(browser: Browser, tmp_path: Path) -> None:
-    from .test_wrong_graphs import nested, plain_max_depth
+def test_the_graph_warnings_are_said_in_the_viewer(browser: Browser, tmp_path: Path) -> None:
+    class SetStorage(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = x * 2
+            y.set_(torch.zeros(1, 4))  # unseen by __torch_function__: warned
+            return y + 1
 
-    levels = plain_max_depth("cpu") * 9 // 10
-    g = tv.draw_graph(nested(levels), input_size=(1, 2), depth=10**6, expand_nested=True)
+    graph = tv.draw_graph(SetStorage(), input_size=(1, 4))
+    assert len(graph.graph.warnings) == 1
+    browser.open(graph.save(tmp_path / "warned.html"))
+    banner = browser.driver.find_element(By.CSS_SELECTOR, ".tv-warning")
+    assert banner.text.startswith("⚠ a tensor in the root module changed") and "Tensor.set_" in banner.text
+    assert banner.get_attribute("title") == graph.graph.warnings[0]
+    assert_clean(browser)
+
+
+def test_a_model_nested_as_deep_as_its_forward_runs_opens(browser: Browser, tmp_path: Path) -> None:
+    with default_recursion_limit():
+        levels = plain_max_depth("cpu") * 9 // 10
+        g = tv.draw_graph(nested(levels), input_size=(1, 2), depth=10**6, expand_nested=True)
     browser.open(g.save(tmp_path / "deep.html"))
     assert len(clusters(browser)) == levels - 1  # every Nest below the root is an open box
 

@@ -5,7 +5,6 @@ calls its own module first, a module assigned in forward, parameters written thr
 from __future__ import annotations
 
 import gc
-import sys
 import weakref
 from pathlib import Path
 
@@ -16,6 +15,8 @@ from torch import nn
 import tensorview as tv
 from tensorview.graph import Graph, ModuleNode
 from tensorview.recording import Recorder
+
+from .fixtures.deep import default_recursion_limit, nested, plain_max_depth
 
 
 def record(model: nn.Module, *inputs: torch.Tensor) -> Graph:
@@ -261,43 +262,13 @@ def test_writes_through_data_leave_the_model_as_it_was() -> None:
 # -- deep nesting ---------------------------------------------------------------------------
 
 
-class Nest(nn.Module):
-    def __init__(self, inner: nn.Module) -> None:
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.inner(x) + 1
-
-
-def nested(levels: int) -> nn.Module:
-    model: nn.Module = nn.Linear(2, 2)
-    for _ in range(levels):
-        model = Nest(model)
-    return model
-
-
-def plain_max_depth(device: str) -> int:
-    """The deepest nesting whose plain forward runs under the default recursion limit."""
-
-    def runs(levels: int) -> bool:
-        try:
-            nested(levels).to(device)(torch.randn(1, 2, device=device))
-        except RecursionError:
-            return False
-        return True
-
-    runs(1)  # lazy imports done
-    lo, hi = 1, 4 * sys.getrecursionlimit()
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if runs(mid) else (lo, mid - 1)
-    return lo
-
-
 @pytest.mark.parametrize("device", ["cpu", "meta"])
 def test_deep_nesting_records_where_the_plain_forward_runs(device: str, tmp_path: Path) -> None:
-    assert sys.getrecursionlimit() == 1000  # the default, as users have it
+    with default_recursion_limit():
+        deep_nesting_records(device, tmp_path)
+
+
+def deep_nesting_records(device: str, tmp_path: Path) -> None:
     levels = plain_max_depth(device) * 9 // 10
     assert levels > 150
     model = nested(levels)

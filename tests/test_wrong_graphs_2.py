@@ -94,6 +94,9 @@ def test_cond_in_draw_graph_draws_the_branch_taken() -> None:
     g = tv.draw_graph(Cond(), input_data=torch.ones(2, 4)).graph
     assert ops(g) == ["sum", "gt", "mul"]
     assert [n.source_name for n in g.tensors() if n.is_param] == ["scale"]
+    # on meta, a predicate computed from inputs given with data has its value (values.py)
+    g = tv.draw_graph(Cond(), input_data=-torch.ones(2, 4), device="meta").graph
+    assert ops(g) == ["sum", "gt", "linear"]
 
 
 def only(items: list[Any]) -> Any:
@@ -305,9 +308,7 @@ class MLP(nn.Module):
 
 @pytest.fixture
 def mesh() -> Any:
-    dist = pytest.importorskip("torch.distributed")
-    if not dist.is_available():
-        pytest.skip("torch.distributed is not available")
+    import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
@@ -329,6 +330,7 @@ def _calls_and_ops(g: Graph) -> list[tuple[str, str, str]]:
 @pytest.mark.filterwarnings("ignore")
 def test_fsdp2_model_in_training_mode_records(mesh: Any) -> None:
     from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import DTensor
 
     model = MLP()
     fully_shard(model.up, mesh=mesh)
@@ -339,8 +341,13 @@ def test_fsdp2_model_in_training_mode_records(mesh: Any) -> None:
         linears = [f for f in g.functions() if f.op == "linear"]
         assert [f.path for f in linears] == ["up", "down"]
         assert ("FunctionNode", "", "relu") in _calls_and_ops(g)
+        assert [f.path for f in g.functions() if f.op == "all_gather_single"] == ["", "up"]  # FSDP's hooks
         assert g.shapes(g.outputs) == [(2, 8)]
         assert all(m.training for m in model.modules())  # the caller's flags are untouched
+        # sharded again as found (the root keeps its parameters gathered after a forward)
+        assert all(type(p) is DTensor for p in model.parameters())
+    model(x).sum().backward()  # training goes on as without the recordings
+    assert all(p.grad is not None for p in model.parameters())
 
 
 @pytest.mark.filterwarnings("ignore")
@@ -375,3 +382,71 @@ def test_tensor_parallel_records_the_same_on_every_device_with_placements(mesh: 
         }
     shown = tv.ComputationGraph(cpu, tv.ViewOptions(show_params=True)).source
     assert "placement: Shard(dim=0) on mesh (4,)" in shown
+
+
+def test_an_exported_graph_module_recorded_has_its_hierarchy_and_readable_op_names() -> None:
+    x = torch.randn(3, 4)
+    gm = torch.export.export(Net(), (x,)).module()  # aten ops, nn_module_stack on each
+    out, g = record(gm, x)
+    torch.testing.assert_close(out, gm(x))
+    assert [(f.op, f.path) for f in g.functions()] == [
+        ("linear", "block.lin"),  # aten.linear.default, named as the importer names it
+        ("relu", "block"),
+        ("add", "block"),
+        ("mul", ""),
+        ("linear", "head"),
+    ]
+    block = next(m for m in g.modules() if m.path == "block")
+    assert block.cls_name == "Block" and g[block.parent].path == ""
+
+
+class SetsItsWeight(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.lin.weight.set_(torch.zeros(4, 4))  # unseen by __torch_function__
+        return self.lin(x)
+
+
+def test_tensor_set_on_a_parameter_is_warned_and_undone_for_the_caller() -> None:
+    model = SetsItsWeight()
+    weight = model.lin.weight.detach().clone()
+    ptr = model.lin.weight.data_ptr()
+    g = tv.draw_graph(model, input_size=(2, 4)).graph
+    assert model.lin.weight.data_ptr() == ptr and torch.equal(model.lin.weight, weight)  # as found
+    linear = next(f for f in g.functions() if f.op == "linear")
+    read = g.tensor(g.input_tensors(linear.id)[1])
+    assert read.source_name == "lin.weight"  # the node of the parameter as it was
+    assert "Tensor.set_" in g.warnings[0] and "'lin'" in g.warnings[0]
+    assert g.annotations.layer(WARNING_LAYER) == {read.id: g.warnings[0]}
+
+
+class Hidden(nn.Module):
+    """Stands for a C++ extension: its kernel calls no torch function."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch._C.DisableTorchFunction():
+            return torch.relu(x) * 2
+
+
+class UsesHidden(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ext = Hidden()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.ext(x) + 1
+
+
+def test_a_result_made_where_no_torch_function_ran_is_warned_on_its_module() -> None:
+    model = UsesHidden()
+    x = torch.randn(2, 4)
+    out, g = record(model, x)
+    torch.testing.assert_close(out, model(x))
+    ext = next(m for m in g.modules() if m.path == "ext")
+    assert ext.opaque and g.input_tensors(ext.id) == g.inputs
+    assert [t.id for t in g.tensors() if g.producer(t.id) == ext.id] == g.input_tensors(g.by_name("add").id)
+    assert g.warnings == [g.annotations.layer(WARNING_LAYER)[ext.id]]
+    assert g.warnings[0].startswith("Hidden at 'ext' returned a tensor made where tensorview cannot see")

@@ -7,6 +7,7 @@ errors answer at once; ``commands`` (and torch with it) loads for a command that
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 import traceback
@@ -20,8 +21,8 @@ from .values import ModelError, UsageError
 #: what a forward that cannot run on meta says (a shape error is not one of them)
 META_TROUBLE = re.compile(r"meta|item\(\)|data.dependent|NotImplemented|no data", re.I)
 OK, MODEL_ERROR, USAGE_ERROR, INTERRUPTED = 0, 1, 2, 130
-#: command -> its function in ``commands`` (imported once the command line is parsed)
-COMMANDS = {"draw": "draw", "summary": "summary"}
+#: command -> (module of cli/, function), imported once the command line is parsed
+COMMANDS = {"draw": ("commands", "draw"), "summary": ("commands", "summary"), "memory": ("memory", "memory")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -31,9 +32,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ns = build_parser().parse_args(args)
         progress = Progress(quiet=ns.quiet, verbose=ns.verbose)
-        from . import commands  # torch and the recorder load here, once the command line is read
-
-        return int(getattr(commands, COMMANDS[ns.command])(ns, progress))
+        module, function = COMMANDS[ns.command]  # torch and the recorder load here, after parsing
+        return int(getattr(importlib.import_module(f".{module}", __package__), function)(ns, progress))
     except KeyboardInterrupt:
         _fail("interrupted", debug)
         return INTERRUPTED

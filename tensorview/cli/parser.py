@@ -22,6 +22,7 @@ EXAMPLES = """examples:
   tensorview draw torchvision:resnet50 --input-size 1,3,224,224 --depth 2 -o resnet50.pdf
   tensorview draw my_project/models.py:build_model --kwargs width=64 --input-size 1,3,32,32 -o net.png
   tensorview summary hf:mixtral --config num_hidden_layers=4
+  tensorview memory hf:llama --config num_hidden_layers=2 --batch 8 --seq-len 4096 --budget 80GiB
 
 exit status: 0 ok, 1 the model failed (import, build, record, draw), 2 bad usage or missing package
 """
@@ -32,7 +33,8 @@ class Parser(argparse.ArgumentParser):
     parser can also serve the Sphinx directive without exiting the process.  A mistyped
     option gets the closest ones of its command ("did you mean --depth?").  Building and
     parsing import no torch (``tensorview --help`` answers at once): ``--input-size``'s
-    dtypes are read last, once every other argument is known to be right."""
+    and ``--autocast``'s dtypes are read last (``AFTER_PARSING``), once every other argument
+    is known to be right."""
 
     commands: dict[str, argparse.ArgumentParser]
 
@@ -53,11 +55,14 @@ class Parser(argparse.ArgumentParser):
             ]
             hint = f" ({'; '.join(guesses)})" if guesses else ""
             command.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
-        if getattr(ns, "input_size", None):  # dtypes are read with torch, once all else is parsed
+        for dest, (option, read) in AFTER_PARSING.items():
+            value = getattr(ns, dest, None)
+            if value is None:
+                continue
             try:
-                ns.input_size = [values.parse_input(text) for text in ns.input_size]
+                setattr(ns, dest, [read(v) for v in value] if isinstance(value, list) else read(value))
             except UsageError as e:
-                command.error(f"argument --input-size: {e}")
+                command.error(f"argument {option}: {e}")
         return ns
 
 
@@ -74,6 +79,14 @@ def argtype(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return convert
 
 
+#: values read with torch once the rest is parsed: dest -> (option, reader of one value);
+#: their argparse ``type`` checks what it can without torch
+AFTER_PARSING: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "input_size": ("--input-size", values.parse_input),
+    "autocast": ("--autocast", values.autocast),
+}
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog="tensorview",
@@ -88,10 +101,14 @@ def build_parser() -> Parser:
         "draw", help="record the model and write a drawing (svg, png, pdf, gv, json...)", description=DESCRIPTION
     )
     summary = commands.add_parser("summary", help="print the cost table: parameters, FLOPs, memory per module")
-    parser.commands = {"draw": draw, "summary": summary}
-    for sub in (draw, summary):
+    memory = commands.add_parser(
+        "memory", help="the memory of a training step: peak, phases, per module; --budget: the largest batch that fits"
+    )
+    parser.commands = {"draw": draw, "summary": summary, "memory": memory}
+    for sub in (draw, summary, memory):
         add_target_options(sub)
         add_general_options(sub)
+    add_memory_options(memory)
     add_view_options(draw)
     draw.add_argument(
         "-o",
@@ -138,9 +155,27 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
         "several inputs (default: token ids or pixel values for hf/timm/torchvision targets)",
     )
     g.add_argument("--seq-len", type=argtype(values.positive), default=128, help="tokens of default text inputs (128)")
-    g.add_argument("--batch-size", type=argtype(values.positive), default=1, help="batch of default inputs (1)")
+    g.add_argument(
+        "--batch-size", "--batch", type=argtype(values.positive), default=1, help="batch of default inputs (1)"
+    )
     g.add_argument("--device", default="meta", help="where to record: meta (default: shapes only, no memory), cpu...")
     g.add_argument("--mode", choices=("eval", "train"), default="eval", help="module mode while recording (eval)")
+
+
+def add_memory_options(p: argparse.ArgumentParser) -> None:
+    p.set_defaults(mode="train")
+    g = p.add_argument_group("training step (tensorview.memory's options)")
+    g.add_argument("--optimizer", default="adam", help="adam (default), adamw, sgd, sgd_momentum, adafactor... or none")
+    g.add_argument("--autocast", metavar="DTYPE", help="mixed precision: bfloat16, float16")
+    g.add_argument("--checkpointing", action="append", metavar="PATH,...", help="modules to checkpoint (model.layers)")
+    g.add_argument("--steps", type=argtype(values.positive), default=1, help="training steps in a row (1)")
+    g.add_argument("--accumulate", type=argtype(values.positive), default=1, help="micro-batches per step (1)")
+    g.add_argument("--keep-grads", action="store_true", help="zero_grad(set_to_none=False): gradients stay allocated")
+    g.add_argument(
+        "--budget", metavar="SIZE", help="memory to fit in (80GiB, 24GB): prints the largest batch that fits"
+    )
+    g.add_argument("--depth", type=argtype(values.depth), default=2, help="deepest module level in the table (2)")
+    g.add_argument("-o", "--output", metavar="PATH", help="write the timeline as SVG to PATH (mem.svg)")
 
 
 def add_general_options(p: argparse.ArgumentParser) -> None:

@@ -161,6 +161,14 @@ def split_input(text: str) -> tuple[str | None, tuple[int, ...], str]:
     return name, tuple(int(s) for s in sizes), dtype_text.strip()
 
 
+def autocast(text: str) -> torch.dtype:
+    """A floating dtype for ``--autocast`` (``bf16`` and ``fp16`` too)."""
+    dtype = parse_dtype({"bf16": "bfloat16", "fp16": "float16"}.get(text, text), "--autocast")
+    if not dtype.is_floating_point:
+        raise UsageError(f"--autocast {text!r}: a floating dtype is needed (bfloat16, float16)")
+    return dtype
+
+
 def positive(text: str) -> int:
     """An argparse type: an integer >= 1."""
     if not text.strip().isdigit() or int(text) < 1:

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from ..graph import SOURCE_ROLES, ModuleNode, TensorNode
+from .control import unseen_result
 from .objects import Walk, visit
 from .ops import OpRecorder
 from .optable import version
@@ -32,9 +33,10 @@ _REGISTRIES = frozenset({"_modules", "_parameters", "_buffers"})
 def _found_path(module: nn.Module, stack: list[Frame]) -> str:
     """The path of a module called inside the call of ``stack[-1]`` that was not in the
     model's tree when recording began: its name where a running call (innermost first)
-    registered it in forward (``self.attn = Attn()``: ``block.attn``, not the
-    ``_modules`` dict holding it) or a child of the caller did, else where the caller keeps it in a plain attribute,
-    list or dict (``blocks.0``), else its class under the caller (``block.ReLU``)."""
+    or a child of the caller registered it in forward (``self.attn = Attn()``:
+    ``block.attn``, not the ``_modules`` dict holding it), else where the caller keeps it
+    in a plain attribute, list or dict (``blocks.0``), else its class under the caller
+    (``block.ReLU``)."""
     for frame in reversed(stack):
         for k, v in frame.module._modules.items():
             if v is module:
@@ -254,8 +256,9 @@ class ModuleScope(OpRecorder):
             if type(t) is not _RT:  # one object (a fake or other foreign tensor): now the alias
                 self.sources[id(t)] = [t, alias, version(t)]
             return t
-        # a tensor we never saw: made where we could not look (scripted/C++ module)
+        # a tensor we never saw: made where we could not look (C++ code): the graph says so
         parent = self.graph.module(m.parent) if m.parent is not None else m
+        self.graph.warn(unseen_result(m.path, m.cls_name), m.id)
         return self.bind(t, self.new_result(t, parent, m))
 
     def held_results(self, m: ModuleNode, results: set[int]) -> Callable[[torch.Tensor], None]:

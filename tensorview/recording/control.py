@@ -9,7 +9,8 @@ operator itself then traces both branches with fake tensors for autograd, and wi
 fails on a parameter a branch reads (a real tensor among fakes: "Please convert all
 Tensors to FakeTensors first"), where the plain forward runs.
 
-So while recording, a ``cond`` whose predicate has a value runs the branch it picks, and
+So while recording, a ``cond`` whose predicate has a value (also on meta, computed from
+inputs given with data: values.py) runs the branch it picks, and
 the branch's ops, module calls and the parameters it reads are recorded where they run, as
 for a Python ``if``.  A predicate without a value (meta, or a symbol on ``device="fake"``)
 leaves the operator to torch: one ``cond`` node, as before.
@@ -22,6 +23,8 @@ from typing import Any
 
 import torch
 from torch.overrides import _get_current_function_mode_stack
+
+from .values import value_of
 
 #: ``run_cond``'s answer when the operator is left to torch
 LEFT_TO_TORCH = object()
@@ -43,7 +46,10 @@ def _value(pred: Any) -> bool | None:
     if not isinstance(pred, torch.Tensor):
         return None  # a SymBool: the operator decides
     with torch._C.DisableTorchFunction():
-        if pred.device.type == "meta" or torch._subclasses.fake_tensor.is_fake(pred):
+        if pred.device.type == "meta":  # a value known from inputs given with data (values.py)
+            known = value_of(pred)
+            return None if known is None else bool(known)
+        if torch._subclasses.fake_tensor.is_fake(pred):
             return None
         try:
             return bool(pred)
@@ -91,5 +97,15 @@ def unseen_change(path: str) -> str:
     where = f"in {path!r}" if path else "in the root module"
     return (
         f"a tensor {where} changed where tensorview cannot see (Tensor.set_, or a kernel that "
-        "calls no torch functions): its later uses are drawn from its earlier value"
+        "calls no torch functions): the graph does not show where its new value came from"
+    )
+
+
+def unseen_result(path: str, cls_name: str) -> str:
+    """The warning for a module call that returned a tensor made where no torch function
+    ran (a C++ extension, code under ``DisableTorchFunction``)."""
+    where = f"{cls_name} at {path!r}" if path else f"the root module ({cls_name})"
+    return (
+        f"{where} returned a tensor made where tensorview cannot see (code that calls no torch "
+        "functions, such as a C++ extension): the ops that made it are not drawn"
     )

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .dtensors import reshard, sharded_fsdp_groups
 from .optable import version
 from .patch import SharedPatch
 from .tensor import _tls
@@ -33,25 +34,40 @@ _Disable = torch._C.DisableTorchFunction
 
 
 class Undo:
-    """What conversions inside forward changed on the modules, put back by ``restore``:
-    each module's parameter and buffer entries and each parameter's tensor, as first seen."""
+    """What the forward changed on the modules where no op shows it, put back by
+    ``restore``: the parameter and buffer entries of each module converted inside forward
+    (``save``), each parameter's tensor (``p.data``: replaced by a conversion or by
+    ``Tensor.set_``, which never reaches ``__torch_function__``), as it was before the
+    forward; and FSDP2 parameters sharded before the forward are sharded again."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: nn.Module) -> None:
         self.modules: dict[int, tuple[nn.Module, dict[str, Any], dict[str, Any]]] = {}
-        #: id -> (parameter, the tensor it held, whether it was saved for an in-place write before)
-        self.params: dict[int, tuple[torch.Tensor, torch.Tensor, bool]] = {}
+        #: FSDP2 parameter groups sharded before the forward (dtensors.py)
+        self.sharded = sharded_fsdp_groups(model)
+        #: id -> (parameter, the tensor it held before the forward)
+        self.params: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        with _Disable():
+            for m in _modules(model):
+                for p in m._parameters.values():
+                    if p is not None and id(p) not in self.params:
+                        self.params[id(p)] = (p, p.data)
 
-    def save(self, module: nn.Module, kept: Any) -> None:
-        for m in module.modules():
+    def swapped(self, p: torch.Tensor) -> bool:
+        """Parameter ``p`` holds another tensor than before the forward (``Tensor.set_``)."""
+        entry = self.params.get(id(p))
+        return entry is not None and _key(p) != _key(entry[1])
+
+    def save(self, module: nn.Module) -> None:
+        """``module`` is about to be converted: note its tree's entries."""
+        for m in _modules(module):
             if id(m) not in self.modules:
                 self.modules[id(m)] = (m, dict(m._parameters), dict(m._buffers))
-            for p in m._parameters.values():
-                if p is not None and id(p) not in self.params:
-                    self.params[id(p)] = (p, p.data, kept is not None and id(p) in kept.saved)
 
     def restore(self, kept: Any) -> None:
-        """Put everything back (before ``kept.restore``: a value saved for an in-place
-        write made after the conversion is of the converted tensor, not the caller's)."""
+        """Put everything back, before ``kept.restore`` (keep.py): a value it saved from
+        another tensor than the one put back here (written after the conversion) is
+        dropped, one saved from the same tensor (written before) is then copied into it."""
+        reshard(self.sharded)
         modules, self.modules = self.modules, {}
         params, self.params = self.params, {}
         with _Disable(), torch.no_grad():
@@ -60,11 +76,25 @@ class Undo:
                 m._parameters.update(parameters)
                 m._buffers.clear()
                 m._buffers.update(buffers)
-            for p, data, written_before in params.values():
+            for p, data in params.values():
                 if _key(p) != _key(data):
                     p.data = data
-                    if kept is not None and not written_before:
-                        kept.saved.pop(id(p), None)
+                    entry = kept.saved.get(id(p)) if kept is not None else None
+                    if entry is not None and _key(entry[-1]) != _key(data):
+                        del kept.saved[id(p)]
+
+
+def _modules(model: nn.Module) -> list[nn.Module]:
+    """The modules of ``model``'s tree, each once, walked without recursion (a model nested
+    as deep as its forward can run must not overflow the stack here)."""
+    seen: dict[int, nn.Module] = {}
+    stack = [model]
+    while stack:
+        m = stack.pop()
+        if id(m) not in seen:
+            seen[id(m)] = m
+            stack.extend(c for c in m._modules.values() if c is not None)
+    return list(seen.values())
 
 
 def method_name(fn: Any) -> str:
@@ -77,10 +107,10 @@ def method_name(fn: Any) -> str:
 def convert(session: Any, original: Callable[..., Any], module: nn.Module, fn: Any, args: Any, kwargs: Any) -> Any:
     """``module._apply(fn, ...)`` inside the root call of ``session``."""
     with _Disable():
-        tree = list(module.modules())
+        tree = _modules(module)
         own = {id(t) for m in tree for t in (*m._parameters.values(), *m._buffers.values()) if t is not None}
         if session.undo is not None:
-            session.undo.save(module, session.kept)
+            session.undo.save(module)
     made: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     def convert_one(t: torch.Tensor) -> Any:

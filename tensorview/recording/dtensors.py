@@ -29,3 +29,31 @@ def placements(sources: dict[int, list[Any]]) -> dict[int, str]:
             where = ", ".join(repr(p) for p in t.placements)
             out[node.id] = f"{where} on mesh {tuple(t.device_mesh.shape)}"
     return out
+
+
+def sharded_fsdp_groups(model: Any) -> list[Any]:
+    """The parameter groups of FSDP2 (``fully_shard``) in ``model`` that are sharded now
+    (empty unless FSDP was imported).  Found through the modules' forward pre-hooks, bound
+    to their ``FSDPState``: also on a tree copy (copies.py), which FSDP does not know."""
+    module = sys.modules.get("torch.distributed.fsdp._fully_shard._fsdp_state")
+    state_type = getattr(module, "FSDPState", None) if module is not None else None
+    if state_type is None:
+        return []
+    groups: dict[int, Any] = {}
+    for m in model.modules():  # (only with FSDP imported: no deep nesting among its models)
+        for hook in m._forward_pre_hooks.values():
+            state = getattr(hook, "__self__", None)
+            if isinstance(state, state_type):
+                for g in state._fsdp_param_groups:
+                    if g.is_sharded:
+                        groups.setdefault(id(g), g)
+    return list(groups.values())
+
+
+def reshard(groups: list[Any]) -> None:
+    """Shard the parameter ``groups`` again where a forward left them unsharded: the root
+    of an FSDP2 model keeps its parameters gathered after a forward, for the backward that
+    follows in training; a recording has none, and leaves the model as it found it."""
+    for g in groups:
+        if not g.is_sharded:
+            g.reshard()

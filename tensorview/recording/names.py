@@ -48,6 +48,9 @@ def op_name(func: Any) -> str:
 
 
 def _compute(func: Any) -> str:
+    opname = getattr(func, "_opname", None)  # an aten OpOverload (``aten.linear.default``):
+    if isinstance(opname, str) and opname and hasattr(func, "overloadpacket"):  # ``linear``,
+        return clean_name(opname)  # as the importers name it (a GraphModule of aten ops run)
     name = getattr(func, "__name__", None)
     if not isinstance(name, str) or not name:
         # a TorchScript method: a deep copy of a scripted module (draw_graph's copy) has

@@ -107,6 +107,8 @@ class OpRecorder(FuncTransforms):
         if name_role is not None:
             qual, role = name_role
             node = self.new_tensor(t, qual.replace(".", "_"), role, scope, source_name=qual)
+            if self.undo is not None and self.undo.swapped(t):  # Tensor.set_ before its first read
+                self.graph.warn(unseen_change(scope.path), node.id)
         else:  # a constant, unless a vmap made it (transforms.py)
             node = self.transformed_node(t) or self.new_tensor(t, "constant", "constant", scope)
         self.sources[id(t)] = [t, node, version(t)]

@@ -131,7 +131,7 @@ class SessionState:
         #: the modules not in the model's tree that were named while recording (calls.py)
         self.found_modules: list[nn.Module] = []
         #: module conversions inside forward, undone at the end with keep_parameters (convert.py)
-        self.undo = Undo() if settings.keep_parameters else None
+        self.undo = Undo(model) if settings.keep_parameters else None
         # tensors that are not RecorderTensors but have nodes: id -> [tensor, node, version]
         # (parameters, buffers, constants, foreign subclasses); the strong reference keeps
         # the id valid for the session's life only

@@ -33,7 +33,13 @@ class JsonRenderer(Renderer):
         self._data = envelope(
             SCHEMA,
             SCHEMA_VERSION,
-            {"name": self.options.graph_name, "options": options, "folded": view.folded, "error": view.graph.error},
+            {
+                "name": self.options.graph_name,
+                "options": options,
+                "folded": view.folded,
+                "error": view.graph.error,
+                "warnings": list(view.graph.warnings),
+            },
             clusters=[],
             nodes=[],
             edges=[],

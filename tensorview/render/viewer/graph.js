@@ -40,6 +40,7 @@
     this.inputs = data.inputs;
     this.outputs = data.outputs;
     this.error = data.error;
+    this.warnings = data.warnings || [];
     var mi = 0, ti = 0, mods = data.modules;
     for (i = 0; i < n; i++) {
       k = KIND[data.kind[i]];

@@ -107,6 +107,8 @@
       label.appendChild(document.createTextNode(" " + t[1]));
     });
     if (this.g.error) h("span", { class: "tv-error", title: this.g.error }, bar, "forward raised: " + this.g.error);
+    var warned = this.g.warnings;  // where the recording knows the graph may be incomplete
+    if (warned.length) h("span", { class: "tv-warning", title: warned.join("\n") }, bar, "⚠ " + (warned.length > 1 ? warned.length + " warnings: " : "") + warned[0]);
     this.status = h("span", { class: "tv-status", role: "status", "aria-live": "polite" }, bar);
     this.cancelButton = h("button", { type: "button", "data-action": "cancel", title: "Stop laying out; the drawing before stays", "aria-label": "Cancel the layout", hidden: "" }, bar, "Cancel");
     this.results = h("div", { class: "tv-results", hidden: "" }, root);
