@@ -9,7 +9,8 @@ and the ratios Recorder/plain and torchview/tensorview.  Times are medians of se
 after a warm-up; judge by the ratios, which are taken in the same run.
 
 The HTML viewer (open time of Llama-3-70B in headless Chromium, page size, a 100k-node
-recording) and the cost of source locations are measured by bench/viewer.py.
+recording) and the cost of source locations are measured by bench/viewer.py; start-up
+(``tensorview --help``, ``import tensorview`` against ``import torch``) by bench/startup.py.
 
     python bench/run.py [--write-docs] [--only SUBSTRING] [--quick] [--no-viewer]
 """
@@ -39,6 +40,8 @@ from floor import as_recorded, minimal_recording  # noqa: E402
 from models import CASES, Case, deep_mlp  # noqa: E402
 from pictures import measure as measure_pictures  # noqa: E402
 from pictures import targets as picture_targets  # noqa: E402
+from startup import measure as measure_startup  # noqa: E402
+from startup import targets as startup_targets  # noqa: E402
 
 from tensorview.api import draw_graph, summary  # noqa: E402
 from tensorview.cost import CostProbe  # noqa: E402
@@ -628,6 +631,8 @@ def main() -> int:
     results = targets(rows, lin, mem, rep, probe)
     if not opts.only or opts.only in "llama3-70b pictures":
         results += picture_targets(measure_pictures())  # issue 11: readable pictures of the 70B
+    if not opts.only or opts.only in "startup":
+        results += startup_targets(measure_startup())  # issue 22: --help and import times (bench/startup.py)
     if not opts.no_viewer:
         import viewer
 

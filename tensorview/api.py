@@ -4,32 +4,30 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from torch import nn
 
-from .autograd import joined as _with_backward
-from .backward import BackwardProbe
-from .compat.attributes import AttributesProbe
 from .compat.graph_api import TorchviewExtras
 from .compat.options import check_flag, check_mode, input_slots, save_files
-from .cost.layers import ActivationBytes, check_stats
-from .cost.probe import CostProbe
-from .cost.run import summarize
-from .cost.summary import Summary
 from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, shown
 from .graph import Graph, ViewOptions
 from .importers import import_program, is_program, program_inputs
+from .probing import attributes_probe, backward_probe, check_stats
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
 from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, dtypes_hint, make_inputs, to_device
 from .recording.modes import caller_modes_hidden
 from .recording.placement import as_device, model_device, placed
 from .render import RenderOptions, styler_for
+
+if TYPE_CHECKING:  # the cost model is imported by what uses it: stats=, summary (docs/architecture.md)
+    from .cost.summary import Summary
 
 
 class Recorder(BaseRecorder[ComputationGraph]):
@@ -61,7 +59,7 @@ class Recorder(BaseRecorder[ComputationGraph]):
         render_options: RenderOptions | None = None,
         backward: bool = False,
     ) -> None:
-        probes = [*probes, BackwardProbe()] if check_flag("backward", backward) else probes
+        probes = [*probes, backward_probe()] if check_flag("backward", backward) else probes
         super().__init__(model, device=device, meta_replay=meta_replay, probes=probes, keep_parameters=keep_parameters)
         for name, value, cls in (("options", options, ViewOptions), ("render_options", render_options, RenderOptions)):
             if value is not None and not isinstance(value, cls):
@@ -70,16 +68,20 @@ class Recorder(BaseRecorder[ComputationGraph]):
         self.render_options = render_options
 
     def _result(self, graph: Graph) -> ComputationGraph:
-        cost = next((p.record for p in self.probes if isinstance(p, CostProbe)), None)
+        probe = sys.modules.get("tensorview.cost.probe")  # none of its probes exist before it is imported
+        cost = next((p.record for p in self.probes if isinstance(p, probe.CostProbe)), None) if probe else None
         return ComputationGraph(graph, self.options, self.render_options, cost=cost)
 
     def with_backward(self, output: Any, *, run_backward: bool = False) -> ComputationGraph:
         """The recording joined with the backward pass of ``output`` (what the recorded call
         returned, with grad enabled), as ``draw_graph(..., backward=True)`` draws it."""
+        from .autograd import joined
+        from .backward import BackwardProbe
+
         probe = next((p for p in self.probes if isinstance(p, BackwardProbe)), None)
         if probe is None:
             raise InvalidInputError("with_backward needs a recording made with tv.Recorder(model, backward=True)")
-        return _with_backward(self.graph, probe, [output], check_flag("run_backward", run_backward))
+        return joined(self.graph, probe, [output], check_flag("run_backward", run_backward))
 
 
 def draw_graph(
@@ -154,7 +156,7 @@ def draw_graph(
     check_flag("strict", strict), check_flag("collect_attributes", collect_attributes)
     extras = TorchviewExtras(directory, filename)  # checked before the forward runs
     program = is_program(model, input_size is not None or input_data is not None)
-    stats = check_stats(stats, runs=not program)
+    stats = check_stats(stats, program)
     if not program:
         check_model(model, "draw_graph")
     styler = styler_for(style) if style is not None else None
@@ -175,7 +177,7 @@ def draw_graph(
         open_folds=open_folds,
     )
     render_options = RenderOptions(graph_dir=graph_dir, graph_name=graph_name)
-    attributes = AttributesProbe() if collect_attributes else None
+    attributes = attributes_probe() if collect_attributes else None
     if program:
         ir = import_program(model, program_inputs(model, input_size, input_data, dtypes, mode, forward_kwargs))
         graph = ComputationGraph(ir, options, render_options)
@@ -187,12 +189,14 @@ def draw_graph(
         probes: list[Probe] = [attributes] if attributes is not None else []
         returned: list[Any] = []
         if backward:
-            probes.append(BackwardProbe())
+            probes.append(backward_probe())
         graph = _record(
             model, inputs, device, mode, stats, source, probes, returned, options=options, render_options=render_options
         )
         if backward:
-            graph = _with_backward(graph, probes[-1], returned, run_backward)
+            from .autograd import joined
+
+            graph = joined(graph, probes[-1], returned, run_backward)
     graph.extras = replace(extras, attributes=attributes.found if attributes is not None else None)
     if styler is not None:
         graph = graph.view(styler=styler)
@@ -219,7 +223,11 @@ def _record(
     input_size, input_data, dtypes, forward_kwargs = inputs
     fake = is_fake(device)
     dev = None if fake else as_device(device)
-    probes: list[Probe] = [CostProbe(stats)] if stats else []
+    probes: list[Probe] = []
+    if stats:
+        from .cost.probe import CostProbe
+
+        probes.append(CostProbe(stats))
     probes.extend(more_probes)
     if source:
         probes.append(SourceProbe())
@@ -239,12 +247,17 @@ def _record(
         # a copy shares the caller's parameters, but what forward sets on self stays on the
         # copy: parameters it writes are put back too (recording/keep.py)
         options["keep_parameters"] = runnable is not model
-        grad = bool(stats) or any(isinstance(p, BackwardProbe) for p in probes)
+        backward = sys.modules.get("tensorview.backward.probe")  # none of its probes exist before it is imported
+        grad = bool(stats) or (backward is not None and any(isinstance(p, backward.BackwardProbe) for p in probes))
         with torch.set_grad_enabled(grad), Recorder(runnable, device=dev, probes=probes, **options) as rec:
             result = runnable(*args, **kwargs)
         if returned is not None:
             returned.append(result)
-    return rec.graph.annotate(ActivationBytes()) if "activation_bytes" in stats else rec.graph
+    if "activation_bytes" in stats:
+        from .cost.layers import ActivationBytes
+
+        return rec.graph.annotate(ActivationBytes())
+    return rec.graph
 
 
 def _option_names(fn: Any) -> tuple[str, ...]:  # a forward keyword close to one is a misspelling
@@ -281,4 +294,6 @@ def summary(
     check_forward_kwargs(model, forward_kwargs, _option_names(summary))
     inputs = (input_size, input_data, batch_dim, dtypes, forward_kwargs)
     table = (col_names, col_width, row_settings, verbose, fold)
+    from .cost.run import summarize
+
     return summarize(_record, model, inputs, table, cache_forward_pass, depth, device, mode, optimizer, state_dtype)

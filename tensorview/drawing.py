@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import graphviz
 
 from .compat.graph_api import TorchviewAPI, TorchviewExtras
-from .cost.record import CostRecord
-from .cost.summary import Summary
 from .errors import InvalidInputError, InvalidTypeError, RenderError, TensorviewError, choices_error, shown
 from .graph import (
     VIEW_OPTION_NAMES,
@@ -34,6 +32,10 @@ from .render import RENDER_OPTION_NAMES, DotRenderer, GraphvizStyler, Interactiv
 from .render.formats import Format, extensions, format_for, formats
 from .render.themes import checked_styler, styler_of_style
 from .transform import build_view
+
+if TYPE_CHECKING:  # the cost model is imported where a recording has costs (docs/architecture.md)
+    from .cost.record import CostRecord
+    from .cost.summary import Summary
 
 #: how many module calls ``repr`` lists before summarising the rest
 REPR_MODULES = 40
@@ -266,6 +268,8 @@ class ComputationGraph(TorchviewAPI):
                 "the forward runs): draw it with stats, e.g. draw_graph(model, ..., stats=('params', 'flops')), "
                 "or call tv.summary(model, ...)"
             )
+        from .cost.summary import Summary
+
         return Summary(self, self.cost, depth=depth, optimizer=optimizer, state_dtype=state_dtype)
 
 

@@ -40,7 +40,10 @@ ALLOWED: dict[str, set[str]] = {
         "compat",
         "backward",
         "autograd",
+        "probing",
     },
+    # the probes and stats the entry points add when asked for, each imported on first use
+    "probing": {"recording", "cost", "backward", "compat"},
     # tv.autograd_graph and the joint graph of a recording, as ComputationGraphs
     "autograd": {"drawing", "backward"},
     # torchview's names for torchview users' code, gathered from the public API

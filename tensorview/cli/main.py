@@ -1,16 +1,19 @@
 """``main(argv)``: parse, run the command, turn errors into messages and exit statuses
 (0 ok, 1 the model failed, 2 bad usage or a missing package; 130 interrupted).  Errors
-are one message on stderr; ``--debug`` adds the traceback."""
+are one message on stderr; ``--debug`` adds the traceback.
+
+The command line is parsed before torch is imported: ``--help``, ``--version`` and usage
+errors answer at once; ``commands`` (and torch with it) loads for a command that runs."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ..errors import InvalidInputError, InvalidTypeError, RecordingError, RenderError
-from . import commands, diffcmd, memory
 from .parser import build_parser
 from .progress import Progress
 from .values import ModelError, UsageError
@@ -18,12 +21,13 @@ from .values import ModelError, UsageError
 #: what a forward that cannot run on meta says (a shape error is not one of them)
 META_TROUBLE = re.compile(r"meta|item\(\)|data.dependent|NotImplemented|no data", re.I)
 OK, MODEL_ERROR, USAGE_ERROR, INTERRUPTED = 0, 1, 2, 130
-COMMANDS: dict[str, Callable[..., int]] = {
-    "draw": commands.draw,
-    "summary": commands.summary,
-    "memory": memory.memory,
-    "diff": diffcmd.run_diff,
-    "fingerprint": diffcmd.run_fingerprint,
+#: command -> (module of cli/, function), imported once the command line is parsed
+COMMANDS = {
+    "draw": ("commands", "draw"),
+    "summary": ("commands", "summary"),
+    "memory": ("memory", "memory"),
+    "diff": ("diffcmd", "run_diff"),
+    "fingerprint": ("diffcmd", "run_fingerprint"),
 }
 
 
@@ -34,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ns = build_parser().parse_args(args)
         progress = Progress(quiet=ns.quiet, verbose=ns.verbose)
-        return COMMANDS[ns.command](ns, progress)
+        module, function = COMMANDS[ns.command]  # torch and the recorder load here, after parsing
+        return int(getattr(importlib.import_module(f".{module}", __package__), function)(ns, progress))
     except KeyboardInterrupt:
         _fail("interrupted", debug)
         return INTERRUPTED

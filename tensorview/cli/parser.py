@@ -13,8 +13,7 @@ from ..graph import ViewOptions
 from ..render import GRAPH_DIRS, LAYOUTS
 from ..render.themes import STYLES
 from . import values
-from .targets import FORMS
-from .values import UsageError
+from .values import FORMS, UsageError
 
 DESCRIPTION = "Draw a PyTorch model's forward pass as a graph, from the shell (no weights needed)."
 EXAMPLES = """examples:
@@ -35,7 +34,10 @@ exit status: 0 ok, 1 the model failed (import, build, record, draw), 2 bad usage
 class Parser(argparse.ArgumentParser):
     """Usage errors raise ``UsageError`` (``main`` prints them and exits with 2), so the
     parser can also serve the Sphinx directive without exiting the process.  A mistyped
-    option gets the closest ones of its command ("did you mean --depth?")."""
+    option gets the closest ones of its command ("did you mean --depth?").  Building and
+    parsing import no torch (``tensorview --help`` answers at once): ``--input-size``'s
+    and ``--autocast``'s dtypes are read last (``AFTER_PARSING``), once every other argument
+    is known to be right."""
 
     commands: dict[str, argparse.ArgumentParser]
 
@@ -44,8 +46,8 @@ class Parser(argparse.ArgumentParser):
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
         ns, extras = self.parse_known_args(args, namespace)
+        command = getattr(self, "commands", {}).get(getattr(ns, "command", None) or "", self)
         if extras:
-            command = getattr(self, "commands", {}).get(getattr(ns, "command", None) or "", self)
             known = [o for a in command._actions for o in a.option_strings]
             guesses = [
                 f"did you mean {close[0]}?"
@@ -56,6 +58,14 @@ class Parser(argparse.ArgumentParser):
             ]
             hint = f" ({'; '.join(guesses)})" if guesses else ""
             command.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        for dest, (option, read) in AFTER_PARSING.items():
+            value = getattr(ns, dest, None)
+            if value is None:
+                continue
+            try:
+                setattr(ns, dest, [read(v) for v in value] if isinstance(value, list) else read(value))
+            except UsageError as e:
+                command.error(f"argument {option}: {e}")
         return ns
 
 
@@ -70,6 +80,14 @@ def argtype(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
     convert.__name__ = parse.__name__
     return convert
+
+
+#: values read with torch once the rest is parsed: dest -> (option, reader of one value);
+#: their argparse ``type`` checks what it can without torch
+AFTER_PARSING: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "input_size": ("--input-size", values.parse_input),
+    "autocast": ("--autocast", values.autocast),
+}
 
 
 def build_parser() -> Parser:
@@ -95,7 +113,7 @@ def build_parser() -> Parser:
         add_general_options(sub)
     add_memory_options(memory)
     add_view_options(draw)
-    from .diffcmd import add_parsers  # tensorview diff, tensorview fingerprint
+    from .diffargs import add_parsers  # tensorview diff, tensorview fingerprint
 
     parser.commands.update(add_parsers(commands, add_target_options, add_general_options))
     draw.add_argument(
@@ -137,7 +155,7 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--input-size",
         action="append",
-        type=argtype(values.parse_input),
+        type=argtype(values.input_text),
         metavar="[NAME=]SHAPE[:DTYPE]",
         help="an input's shape, e.g. 1,3,224,224 or 1x128:long or input_ids=1x128:long; repeat for "
         "several inputs (default: token ids or pixel values for hf/timm/torchvision targets)",
@@ -154,9 +172,7 @@ def add_memory_options(p: argparse.ArgumentParser) -> None:
     p.set_defaults(mode="train")
     g = p.add_argument_group("training step (tensorview.memory's options)")
     g.add_argument("--optimizer", default="adam", help="adam (default), adamw, sgd, sgd_momentum, adafactor... or none")
-    g.add_argument(
-        "--autocast", type=argtype(values.autocast), metavar="DTYPE", help="mixed precision: bfloat16, float16"
-    )
+    g.add_argument("--autocast", metavar="DTYPE", help="mixed precision: bfloat16, float16")
     g.add_argument("--checkpointing", action="append", metavar="PATH,...", help="modules to checkpoint (model.layers)")
     g.add_argument("--steps", type=argtype(values.positive), default=1, help="training steps in a row (1)")
     g.add_argument("--accumulate", type=argtype(values.positive), default=1, help="micro-batches per step (1)")

@@ -21,14 +21,7 @@ from typing import Any
 
 from torch import nn
 
-from .values import InputSpec, ModelError, UsageError
-
-#: target prefixes other than Python code
-FAMILIES = ("hf", "timm", "torchvision")
-FORMS = (
-    "path/to/file.py:NAME, package.module:NAME, hf:<model_type>, hf:<path/to/config.json>, "
-    "timm:<name>, torchvision:<name>"
-)
+from .values import FAMILIES, FORMS, InputSpec, ModelError, UsageError
 
 
 @dataclass

@@ -7,6 +7,9 @@ shapes with dtypes (``1x128:long``, ``1,3,224,224``, ``input_ids=1x128:long``).
 InputSpec(shape=(1, 128), dtype=torch.int64, name=None)
 >>> parse_input("pixel_values=1,3,32,32")
 InputSpec(shape=(1, 3, 32, 32), dtype=None, name='pixel_values')
+
+Nothing here imports torch before a dtype is read (``parse_dtype``): the parser builds
+from this module, and ``tensorview --help`` and usage errors answer without torch.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from ..errors import TensorviewError
+
+if TYPE_CHECKING:
+    import torch
 
 
 class UsageError(TensorviewError, ValueError):
@@ -30,10 +34,17 @@ class ModelError(TensorviewError, RuntimeError):
     """The model could not be imported, built, recorded or drawn: exit status 1."""
 
 
+#: target prefixes other than Python code (targets.py builds them)
+FAMILIES = ("hf", "timm", "torchvision")
+#: what a target may be, for help and error messages
+FORMS = (
+    "path/to/file.py:NAME, package.module:NAME, hf:<model_type>, hf:<path/to/config.json>, "
+    "timm:<name>, torchvision:<name>"
+)
 #: lower-case words people type for Python's constants
 WORDS = {"true": True, "false": False, "none": None, "null": None}
 #: dtype names besides torch's own (``float32``, ``int64``, ``bfloat16``...)
-DTYPE_ALIASES = {"long": torch.int64, "int": torch.int32, "float": torch.float32, "half": torch.float16}
+DTYPE_ALIASES = {"long": "int64", "int": "int32", "float": "float32", "half": "float16"}
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -104,8 +115,10 @@ class InputSpec:
 
 
 def parse_dtype(text: str, where: str) -> torch.dtype:
+    import torch
+
     name = text.strip().lower().removeprefix("torch.")
-    dtype = DTYPE_ALIASES.get(name, getattr(torch, name, None))
+    dtype = getattr(torch, DTYPE_ALIASES.get(name, name), None)
     if not isinstance(dtype, torch.dtype):
         raise UsageError(
             f"unknown dtype {text!r} in {where}: use a torch dtype name such as long, int32, "
@@ -116,6 +129,20 @@ def parse_dtype(text: str, where: str) -> torch.dtype:
 
 def parse_input(text: str) -> InputSpec:
     """``[NAME=]SHAPE[:DTYPE]``; the shape's sizes are separated by ``x`` or ``,``."""
+    name, shape, dtype_text = split_input(text)
+    dtype = parse_dtype(dtype_text, f"--input-size {text!r}") if dtype_text else None
+    return InputSpec(shape, dtype, name)
+
+
+def input_text(text: str) -> str:
+    """An argparse type: ``text`` when ``parse_input`` can read its shape and name (the
+    dtype is read after parsing, with torch: ``parser.Parser.parse_args``)."""
+    split_input(text)
+    return text
+
+
+def split_input(text: str) -> tuple[str | None, tuple[int, ...], str]:
+    """``(name, shape, dtype text)`` of ``[NAME=]SHAPE[:DTYPE]``, read without torch."""
     where = f"--input-size {text!r}"
     name: str | None = None
     body = text.strip()
@@ -131,8 +158,7 @@ def parse_input(text: str) -> InputSpec:
             f"bad shape in {where}: expected sizes separated by x or commas, optionally a dtype, "
             "such as 1,3,224,224 or 1x128:long or input_ids=1x128:long"
         )
-    dtype = parse_dtype(dtype_text, where) if dtype_text.strip() else None
-    return InputSpec(tuple(int(s) for s in sizes), dtype, name)
+    return name, tuple(int(s) for s in sizes), dtype_text.strip()
 
 
 def autocast(text: str) -> torch.dtype:
