@@ -4,9 +4,7 @@ timeline as SVG, run in this process through ``tensorview.cli.main``."""
 from __future__ import annotations
 
 import re
-import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,6 +13,7 @@ import tensorview as tv
 from tensorview.cli import main
 
 from .fixtures import cost_models as cm
+from .fixtures.cli import isolated_cli  # noqa: F401  (autouse here)
 from .fixtures.hf import written_for
 
 pytestmark = [written_for]  # names and config fields of transformers models (fixtures/hf.py)
@@ -23,12 +22,6 @@ TINY_LLAMA = (
     "num_hidden_layers=2,hidden_size=32,intermediate_size=64,num_attention_heads=4,"
     "num_key_value_heads=2,vocab_size=100,max_position_embeddings=64"
 )
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(sys, "path", [str(Path(__file__).resolve().parent.parent), *sys.path])
-    monkeypatch.chdir(tmp_path)
 
 
 def test_memory_prints_the_table_and_the_largest_batch(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,6 @@ import io
 import json
 import re
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,12 @@ import torch
 
 import tensorview
 import tensorview as tv
-from tensorview.cli import main, progress
+from tensorview.cli import progress
 from tensorview.cli.values import InputSpec, parse_input, parse_pairs
 from tests.fixtures import needs
 from tests.fixtures.cli_models import Showcase, Stack
+
+from .fixtures.cli import isolated_cli, run  # noqa: F401  (isolated_cli: autouse here)
 
 HAS_DOT = shutil.which("dot") is not None or shutil.which("graphviz-pure") is not None
 FIX = "tests.fixtures.cli_models"
@@ -28,19 +29,6 @@ TINY_LLAMA = (
     "num_hidden_layers=2,hidden_size=32,intermediate_size=64,num_attention_heads=4,"
     "num_key_value_heads=2,vocab_size=100,max_position_embeddings=64"
 )
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Targets put folders on sys.path: give each test its own copy; run in tmp_path."""
-    monkeypatch.setattr(sys, "path", [str(Path(__file__).resolve().parent.parent), *sys.path])
-    monkeypatch.chdir(tmp_path)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def modules_of(path: str) -> dict[str, dict[str, Any]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +14,10 @@ import torch
 from torch import nn
 
 import tensorview as tv
-from tensorview.cli import main
 from tensorview.compare.picture import ADDED, CHANGED, REMOVED, source
 
 from .fixtures import needs
+from .fixtures.cli import isolated_cli, run  # noqa: F401  (isolated_cli: autouse here)
 from .fixtures.diff_models import IDS, Spec, Tiny
 
 HAS_DOT = shutil.which("dot") is not None
@@ -26,18 +25,6 @@ FIX = "tests.fixtures.cli_models"
 LLAMA = (
     "num_hidden_layers=2,hidden_size=32,intermediate_size=64,num_attention_heads=4,num_key_value_heads=2,vocab_size=100"
 )
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(sys, "path", [str(Path(__file__).resolve().parent.parent), *sys.path])
-    monkeypatch.chdir(tmp_path)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_identical_targets_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
