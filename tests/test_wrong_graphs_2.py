@@ -351,6 +351,19 @@ def test_fsdp2_model_in_training_mode_records(mesh: Any) -> None:
 
 
 @pytest.mark.filterwarnings("ignore")
+def test_fsdp2_model_on_meta_or_fake_says_why_it_cannot_be_copied(mesh: Any) -> None:
+    """Not yet recorded on meta/fake (FSDP refuses the deep copy those devices make): a clear
+    error naming the cause and what to do, never torch's bare AssertionError."""
+    from torch.distributed.fsdp import fully_shard
+
+    model = MLP()
+    fully_shard(model, mesh=mesh)
+    for device in ("meta", "fake"):
+        with pytest.raises(tv.InvalidInputError, match=r"could not be copied \(AssertionError: FSDP.*device=None"):
+            tv.draw_graph(model, input_size=(2, 8), device=device)
+
+
+@pytest.mark.filterwarnings("ignore")
 def test_tensor_parallel_records_the_same_on_every_device_with_placements(mesh: Any) -> None:
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 

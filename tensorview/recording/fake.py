@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..errors import InvalidInputError
 from .compiled import rebind_compiled_methods
 from .copies import remember
 from .optable import MODULE_ATTRS
@@ -64,7 +65,13 @@ def fake_placed(model: nn.Module, mode: str = "same") -> Iterator[tuple[nn.Modul
             memo[id(t)] = nn.Parameter(f, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else f
     for t in computed_attributes(model):  # deepcopy refuses them (placement.py)
         memo[id(t)] = fake(t.detach())
-    clone = remember(model, copy.deepcopy(model, memo))  # calls of model's modules run clone's
+    try:
+        clone = remember(model, copy.deepcopy(model, memo))  # calls of model's modules run clone's
+    except Exception as e:  # noqa: BLE001 - any failure means we cannot copy safely (as placement.py)
+        raise InvalidInputError(
+            f"cannot record {type(model).__name__} on fake tensors: the model could not be copied "
+            f"({type(e).__name__}: {e}); record it on its own device (device=None)"
+        ) from e
     rebind_compiled_methods(model, clone)
     if mode != "same":
         clone.train(mode == "train")
