@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch.overrides import _get_current_function_mode_stack
 
+from .optable import DATA_ACCESS
 from .values import value_of
 
 #: ``run_cond``'s answer when the operator is left to torch
@@ -84,8 +85,13 @@ def _iterate(session: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, A
     return iter(session._op(torch.Tensor.unbind, (args[0], 0), {}))
 
 
+def _data_access(session: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``p.data`` and ``p.data = x``: recorded as writes of ``p`` (opcalls.py)."""
+    return session._data_access(func, args, kwargs)
+
+
 #: torch function -> how the session records it: ``(session, func, args, kwargs) -> result``
-SPECIAL: dict[Any, Any] = {torch.Tensor.__iter__: _iterate}
+SPECIAL: dict[Any, Any] = {torch.Tensor.__iter__: _iterate, **dict.fromkeys(DATA_ACCESS, _data_access)}
 if cond_operator() is not None:
     SPECIAL[cond_operator()] = _cond
 

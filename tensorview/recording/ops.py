@@ -23,7 +23,6 @@ from .names import OP_NAMES, op_name
 from .optable import (
     AS_PLAIN,
     CONSTANT_FACTORIES,
-    DATA_ACCESS,
     DEVICE_FACTORIES,
     FACTORIES,
     PLAIN_TYPES,
@@ -58,7 +57,7 @@ class OpRecorder(FuncTransforms):
                 if func in AS_PLAIN and type(args[0]) is _RT:  # f"{t}", repr(t): as without us
                     args = (args[0].as_subclass(_Tensor), *args[1:])
                 return func(*args, **kwargs)
-        if func in SPECIAL:  # ``for row in x``, ``torch.cond``: as what they stand for (control.py)
+        if func in SPECIAL:  # ``for row in x``, ``torch.cond``, ``p.data``: as what they stand for (control.py)
             return SPECIAL[func](self, func, args, kwargs)
         if func in FACTORIES and not (
             func in DEVICE_FACTORIES and args and isinstance(args[0], _Tensor)
@@ -66,8 +65,6 @@ class OpRecorder(FuncTransforms):
             with _Disable():
                 out = self._factory(func, args, kwargs)  # (on meta, small ones get values: values.py)
                 return follow(func, args, kwargs, out) if self.values else out
-        if func in DATA_ACCESS:  # ``p.data``, ``p.data = x`` (opcalls.py)
-            return self._data_access(func, args, kwargs)
         if self.values:  # values known on meta: follow them through the op (values.py)
             return follow(func, args, kwargs, self._op(func, args, kwargs))
         return self._op(func, args, kwargs)

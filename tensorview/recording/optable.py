@@ -157,7 +157,6 @@ QUERIES = frozenset(
 )
 #: queries whose answer mentions the tensor's type (``RecorderTensor(0)``): asked of a plain alias
 AS_PLAIN = frozenset(getattr(_Tensor, n) for n in ("__format__", "__repr__", "__str__") if hasattr(_Tensor, n))
-TENSOR_ITER = _Tensor.__iter__
 #: ``t.data`` and ``t.data = x``: an alias with a version counter of its own, and a
 #: replacement of ``t``'s contents that moves no version counter (opcalls.py)
 _DATA: Any = vars(torch._C.TensorBase)["data"]
