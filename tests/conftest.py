@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -76,6 +77,18 @@ def graph_watch() -> Iterator[GraphWatch]:
     torch.manual_seed(0)
     yield WATCH
     WATCH.check()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium (tests/browser.py) for the test module asking for it."""
+    from .browser import Browser
+
+    b = Browser()
+    try:
+        yield b
+    finally:
+        b.quit()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +30,6 @@ window.define = function () { throw new Error("Mismatched anonymous define()"); 
 
 def page(body: str, head: str = "") -> str:
     return f'<!DOCTYPE html><html><head><meta charset="utf-8">{head}</head><body>{body}</body></html>'
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    b = Browser()
-    try:
-        yield b
-    finally:
-        b.quit()
 
 
 def cnn() -> tv.ComputationGraph:

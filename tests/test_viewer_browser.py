@@ -8,7 +8,6 @@ from __future__ import annotations
 import inspect
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +31,6 @@ pytestmark = [pytest.mark.skipif(why_no_browser() is not None, reason=f"no brows
 if why_no_browser() is None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    b = Browser()
-    try:
-        yield b
-    finally:
-        b.quit()
 
 
 def ids(b: Browser, selector: str) -> set[int]:
