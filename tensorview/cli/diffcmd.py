@@ -4,7 +4,7 @@ people and CI (docs/diff.md).
 ``A``/``B`` are any targets of ``draw`` or saved graph JSONs (``tensorview draw ... -o
 x.json``).  ``diff`` prints the report and exits 0 when the two are identical, 1 when they
 differ, 2 on a usage error; ``-o`` also writes it (``.json``, ``.txt``, ``.html``, or
-the side-by-side picture: ``.svg``, ``.gv``, ``.png``, ``.pdf``).  ``fingerprint`` prints a structural hash
+a picture: ``.svg``, ``.gv``, ``.png``, ``.pdf``).  ``fingerprint`` prints a structural hash
 that is the same for the same architecture on any run, machine and device.
 """
 
@@ -56,7 +56,7 @@ def run_diff(ns: argparse.Namespace, progress: Progress) -> int:
         d.names = (na, nb)
     print(d)
     if ns.output:
-        path = d.save(ns.output, depth=ns.depth)
+        path = d.save(ns.output, depth=ns.depth, layout=ns.layout)
         progress.say(f"wrote {path}")
     return SAME if d.identical else DIFFERENT
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 #: kinds of differences between two matched calls; ``names`` stands for renames
 KINDS = ("class", "shape", "dtype", "params", "ops", "flow", "order", "wrap", "names")
 LEVELS = ("module", "op")
+#: how a picture puts the two graphs: one merged graph, or side by side
+LAYOUTS = ("merged", "side")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,9 @@ class GraphDiff:
     ignore: tuple[str, ...] = ()
     #: matched call ids (a -> b), for pictures
     matched: dict[int, int] = field(default_factory=dict, repr=False)
+    #: matched op ids (a -> b) inside matched calls whose structures differ (ops of calls
+    #: with equal signatures pair in order: ``op_pairs()``)
+    matched_ops: dict[int, int] = field(default_factory=dict, repr=False)
     trees: tuple[Tree, Tree] | None = field(default=None, repr=False)
     _rename_order: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
 
@@ -170,14 +175,16 @@ class GraphDiff:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
-    def save(self, path: str, *, depth: int | None = None) -> str:
+    def save(self, path: str, *, depth: int | None = None, layout: str | None = None) -> str:
         """Write the diff to ``path``: ``.json`` (``to_json``), ``.txt`` (the report),
         ``.html`` (the picture and the list of differences to step through: page.py), or
-        the picture of both graphs side by side (``.svg``, ``.gv``, ``.png``, ``.pdf``:
-        picture.py), added calls green, removed red, changed amber."""
+        a picture (``.svg``, ``.gv``, ``.png``, ``.pdf``): added green, removed red,
+        changed amber.  ``layout``: ``"merged"``, one graph, the union of both (merged.py,
+        the default of pictures), or ``"side"``, both side by side (picture.py, the
+        default of the page); ``depth``: the deepest module level drawn."""
         from .picture import save
 
-        return save(self, path, depth=depth)
+        return save(self, path, depth=depth, layout=layout)
 
 
 def _edit(e: Edit) -> dict[str, Any]:

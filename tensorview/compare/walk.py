@@ -48,7 +48,7 @@ def compare(ta: Tree, tb: Tree, level: str, ignore: Sequence[str]) -> GraphDiff:
             if y not in paired_b:
                 d.added_calls.append(_edit(tb, tb.calls[y], a, after=_order_in_a(a, y, pairs)))
         _renames(d, ta, tb, pairs, skip)
-        diffs = _differences(ta, a, tb, b, pairs, level, skip)
+        diffs = _differences(ta, a, tb, b, pairs, level, skip, d.matched_ops)
         if diffs:
             d.changed.append(Change(a.path, b.path, a.cls, tuple(diffs), a.id, (a.id, b.id)))
         queue.extend((ta.calls[x], tb.calls[y]) for x, y in reversed(pairs))
@@ -110,8 +110,16 @@ def _order_in_a(a: Call, y: int, pairs: list[tuple[int, int]]) -> float:
 
 
 def _differences(
-    ta: Tree, a: Call, tb: Tree, b: Call, pairs: list[tuple[int, int]], level: str, skip: set[str]
+    ta: Tree,
+    a: Call,
+    tb: Tree,
+    b: Call,
+    pairs: list[tuple[int, int]],
+    level: str,
+    skip: set[str],
+    op_pairs: dict[int, int],
 ) -> list[Difference]:
+    """How two matched calls differ; their op pairing is added to ``op_pairs``."""
     out: list[Difference] = []
     if "class" not in skip and a.cls != b.cls:
         out.append(Difference("class", f"{a.cls} -> {b.cls}"))
@@ -132,6 +140,7 @@ def _differences(
     ops = {x: y for x, y in align_ops(ta, a, tb, b) if x is not None and y is not None}
     if "flow" not in skip:
         ops = best_op_pairs(ta, a, tb, b, dict(pairs), ops, moved_ids)
+    op_pairs.update(ops)
     if "ops" not in skip:
         paired_b = set(ops.values())
         script: list[tuple[int | None, int | None]] = [(x, ops.get(x)) for x in a.ops]
