@@ -28,6 +28,11 @@ def add_parsers(commands: Any, add_target_options: Any, add_general_options: Any
     g.add_argument(
         "-o", "--output", metavar="PATH", help="also write the diff: .json, .txt, .html, .svg, .gv, .png, .pdf"
     )
+    g.add_argument(
+        "--stats",
+        action="store_true",
+        help="record with the cost probe and compare each module's own FLOPs and saved bytes, and the totals",
+    )
     g.add_argument("--depth", type=int, default=None, help="deepest module level drawn in a picture")
     g.add_argument(
         "--layout",

@@ -15,6 +15,7 @@ import os
 
 from ..api import draw_graph
 from ..compare import KINDS, diff, fingerprint
+from ..compare.index import COSTS
 from ..graph import Graph, load
 from . import inputs
 from .commands import build_target
@@ -37,7 +38,12 @@ def graph_of(ns: argparse.Namespace, spec: str, progress: Progress) -> tuple[Gra
     specs = inputs.choose(ns.input_size or [], target.inputs, spec)
     with progress.step(f"recording {type(target.model).__name__} on {ns.device} with {inputs.describe(specs)}"):
         graph = draw_graph(
-            target.model, device=ns.device, mode=ns.mode, source=False, **inputs.call_arguments(specs, ns.device)
+            target.model,
+            device=ns.device,
+            mode=ns.mode,
+            source=False,
+            stats=COSTS if getattr(ns, "stats", False) else (),
+            **inputs.call_arguments(specs, ns.device),
         )
     return graph.graph, spec
 

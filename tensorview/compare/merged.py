@@ -2,8 +2,8 @@
 renderer.  b's view is the base; what only a has is added to it where it ran, so
 
 - a call or op only in b is green, one only in a red (inside b's counterpart of the
-  call that held it), a changed call amber (its class change on the label, every
-  difference in its tooltip), a renamed call labelled with both names, the rest white;
+  call that held it), a changed call amber (a change of class or of its own FLOPs and
+  saved bytes on the label, every difference in its tooltip), a renamed call labelled with both names, the rest white;
 - an edge of b that a lacks is green, one of a that b lacks red and dashed (a residual
   removed, a norm inserted: the edge it replaced), the rest black.
 
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 #: edge colours: only in b, only in a
 EDGE_ADDED, EDGE_REMOVED = "#2a9d2a", "#d62828"
+#: differences of a changed call written on its label (all are in its tooltip)
+LABELLED = ("class", "wrap", "flops", "saved_bytes")
 #: b's orders are scaled by this, a's own nodes numbered in between
 STEP = 1 << 20
 
@@ -168,7 +170,7 @@ class MergedRenderer(DotRenderer):
             lines += [
                 x.detail if x.kind == "wrap" else f"{x.kind} {x.detail}"
                 for x in change.differences
-                if x.kind in ("class", "wrap")
+                if x.kind in LABELLED
             ]
         return lines
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .index import Tree
 
 #: kinds of differences between two matched calls; ``names`` stands for renames
-KINDS = ("class", "shape", "dtype", "params", "ops", "flow", "order", "wrap", "names")
+KINDS = ("class", "shape", "dtype", "params", "flops", "saved_bytes", "ops", "flow", "order", "wrap", "names")
 LEVELS = ("module", "op")
 #: how a picture puts the two graphs: one merged graph, or side by side
 LAYOUTS = ("merged", "side")
@@ -80,6 +80,9 @@ class GraphDiff:
     renamed: list[tuple[str, str]] = field(default_factory=list)
     changed: list[Change] = field(default_factory=list)
     ignore: tuple[str, ...] = ()
+    #: the whole models' costs that differ, ``{layer: (a, b)}`` (flops, saved_bytes:
+    #: compared where both recordings carry them)
+    totals: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: matched call ids (a -> b), for pictures
     matched: dict[int, int] = field(default_factory=dict, repr=False)
     #: matched op ids (a -> b) inside matched calls whose structures differ (ops of calls
@@ -98,7 +101,7 @@ class GraphDiff:
 
     @property
     def same_structure(self) -> bool:
-        return not (self.added_calls or self.removed_calls or self.changed)
+        return not (self.added_calls or self.removed_calls or self.changed or self.totals)
 
     @property
     def identical(self) -> bool:
@@ -139,7 +142,10 @@ class GraphDiff:
             )
             if v
         ]
-        return "\n".join([f"{head}: {', '.join(counts)}", *(f"  {line}" for line in self.lines())])
+        totals = [f"  total {k} {a:,} -> {b:,}" for k, (a, b) in self.totals.items()]
+        if not counts:
+            counts = ["costs differ"]
+        return "\n".join([f"{head}: {', '.join(counts)}", *(f"  {line}" for line in self.lines()), *totals])
 
     def __repr__(self) -> str:
         state = "identical" if self.identical else f"{len(self.lines())} lines"
@@ -169,6 +175,7 @@ class GraphDiff:
                 }
                 for c in self.changed
             ],
+            "totals": {k: {"a": a, "b": b} for k, (a, b) in self.totals.items()},
             "report": self.lines(),
         }
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from .align import align_ops, match_children, out_of_order
 from .flow import best_op_pairs, flow_differences
-from .index import Call, Meta, Tree
+from .index import COSTS, Call, Meta, Tree
 from .report import Change, Difference, Edit, GraphDiff
 
 
@@ -55,6 +55,10 @@ def compare(ta: Tree, tb: Tree, level: str, ignore: Sequence[str]) -> GraphDiff:
     for lst in (d.added_calls, d.removed_calls):
         lst.sort(key=lambda e: e.order)
     d.changed.sort(key=lambda c: c.order)
+    for layer in COSTS:
+        ca, cb = ta.total_cost(layer), tb.total_cost(layer)
+        if layer not in skip and ca is not None and cb is not None and ca != cb:
+            d.totals[layer] = (ca, cb)
     d.renamed.sort(key=lambda r: d._rename_order[r])
     return d
 
@@ -135,6 +139,11 @@ def _differences(
             out.append(Difference("dtype", _changes(what, _dtypes(x), _dtypes(y))))
     if a.key[1] == 0 and b.key[1] == 0:
         out.extend(_param_differences(a, b, skip))
+    for layer in COSTS:
+        if layer not in skip and layer in ta.costs and layer in tb.costs:
+            own_a, own_b = ta.own_cost(layer, a), tb.own_cost(layer, b)
+            if own_a != own_b:
+                out.append(Difference(layer, f"{own_a:,} -> {own_b:,}"))
     moved = out_of_order(pairs)
     moved_ids = {x for x, _ in moved} | {y for _, y in moved}
     ops = {x: y for x, y in align_ops(ta, a, tb, b) if x is not None and y is not None}
