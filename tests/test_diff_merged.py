@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,7 @@ def test_a_renamed_call_shows_both_names() -> None:
 
 def test_model_names_are_escaped_in_the_merged_picture() -> None:
     class Named(nn.Module):
-        def __init__(self, name: str, act: type[nn.Module]) -> None:
+        def __init__(self, name: str, act: Callable[[], nn.Module]) -> None:
             super().__init__()
             self.name = name
             self.add_module(name, act())
@@ -119,7 +120,8 @@ def test_model_names_are_escaped_in_the_merged_picture() -> None:
     evil = 'x" -> y [label="pwned'
     renamed = merged_source(tv.diff(Named("act", nn.ReLU), Named(evil, nn.ReLU), input_size=(1, 4)))
     assert 'label="act → x\\" -> y [label=\\"pwned: ReLU' in renamed
-    removed = merged_source(tv.diff(Named(evil, nn.ReLU), Named("act", nn.GELU), input_size=(1, 4)))
+    other = Named("act", lambda: nn.Linear(4, 2))  # another output: removed and added
+    removed = merged_source(tv.diff(Named(evil, nn.ReLU), other, input_size=(1, 4)))
     assert '[label="x\\" -> y [label=\\"pwned: ReLU' in removed
     for dot in (renamed, removed):
         assert '[label="pwned' not in dot
