@@ -155,3 +155,21 @@ def test_the_page_can_hold_the_merged_picture(tmp_path: Path) -> None:
     titles = set(re.findall(r"<title>([^<]*)</title>", text))
     assert {"a:layers_0_drop", "b:layers_1_attn_q_norm", "b:embed"} <= titles
     assert "b:layers_0_drop" not in titles and "a:embed" not in titles
+
+
+def test_a_wrapped_call_is_drawn_once_inside_its_wrapper() -> None:
+    from .test_diff import LoRA, Net, X
+
+    tuned = Net()
+    tuned.fc1 = LoRA(tuned.fc1)  # type: ignore[assignment]
+    dot = merged_source(tv.diff(Net(), tuned, input_data=X))
+    ns, es = nodes(dot), edges(dot)
+    assert not [k for k in ns if k.startswith("a:")]  # a's fc1 is b's fc1.base_layer
+    assert ns["b:fc1_base_layer"][1] == SAME
+    assert {k for k, (_, fill) in ns.items() if fill == ADDED} == {"b:fc1_lora_A", "b:fc1_lora_B", "b:add"}
+    assert es[("b:fc1_base_layer", "b:act")] == EDGE_REMOVED and es[("b:add", "b:act")] == EDGE_ADDED
+    assert es[("b:x", "b:fc1_base_layer")] == ""
+    assert 'subgraph "cluster_b:fc1" {' in dot and "wrapped in LoRA (as base_layer)" in dot
+    back = merged_source(tv.diff(tuned, Net(), input_data=X))  # unwrapped: the wrapper is a's own
+    assert nodes(back)["b:fc1"][1] == CHANGED and 'subgraph "cluster_a:fc1" {' in back
+    assert {k for k, (_, fill) in nodes(back).items() if fill == REMOVED} == {"a:fc1_lora_A", "a:fc1_lora_B", "a:add"}

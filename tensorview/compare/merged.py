@@ -36,8 +36,9 @@ STEP = 1 << 20
 
 
 def node_pairs(d: GraphDiff) -> dict[int, int]:
-    """a node id -> b node id: matched calls, and the ops of matched calls (in order where
-    the two calls have one structure, else as the diff paired them)."""
+    """a node id -> b node id: matched calls (a wrapped one: the call inside the wrapper),
+    and the ops of matched calls (in order where the two calls have one structure, else as
+    the diff paired them)."""
     assert d.trees is not None
     ta, tb = d.trees
     out = dict(d.matched)
@@ -46,6 +47,7 @@ def node_pairs(d: GraphDiff) -> dict[int, int]:
         if ca.sig == cb.sig and len(ca.ops) == len(cb.ops):
             out.update(zip(ca.ops, cb.ops, strict=True))
     out.update(d.matched_ops)
+    out.update(d.wrapped)  # a wrapped call is its counterpart inside the wrapper
     return out
 
 

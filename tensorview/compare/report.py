@@ -88,6 +88,8 @@ class GraphDiff:
     #: matched op ids (a -> b) inside matched calls whose structures differ (ops of calls
     #: with equal signatures pair in order: ``op_pairs()``)
     matched_ops: dict[int, int] = field(default_factory=dict, repr=False)
+    #: a wrapped (or unwrapped) call and its counterpart inside the wrapper (a id -> b id)
+    wrapped: dict[int, int] = field(default_factory=dict, repr=False)
     trees: tuple[Tree, Tree] | None = field(default=None, repr=False)
     _rename_order: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
 

@@ -95,7 +95,9 @@ def _record_wrap(d: GraphDiff, ta: Tree, a: Call, tb: Tree, b: Call, side: str, 
         detail = f"unwrapped from {a.cls} (was {c.key[0]})"
         d.removed_calls.extend(_edit(ta, ta.calls[x], a) for x in a.children if x != c.id)
     d.changed.append(Change(a.path, b.path, a.cls, (Difference("wrap", detail),), a.id, (a.id, b.id)))
-    return (a, c) if side == "b" else (c, b)
+    pair = (a, c) if side == "b" else (c, b)
+    d.wrapped[pair[0].id] = pair[1].id
+    return pair
 
 
 def _edit(t: Tree, c: Call, parent_in_a: Call, after: float | None = None) -> Edit:
