@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 import tensorview as tv
-from tensorview.compare.merged import EDGE_ADDED, EDGE_REMOVED, merged_source
+from tensorview.compare.merged import EDGE_ADDED, EDGE_REMOVED, Merged, merged_source
 from tensorview.compare.picture import ADDED, CHANGED, REMOVED, SAME, drawing
 
 from .fixtures import needs
@@ -74,6 +74,16 @@ def test_added_removed_and_changed_calls_have_their_colours_in_one_graph() -> No
     }
     for src, dst in es:  # every edge joins drawn nodes
         assert src in ns and dst in ns
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_the_merged_view_lints_at_every_depth(depth: int) -> None:
+    a = Tiny(S.but(dropout_in=frozenset({0}), no_residual_in=frozenset({1}), layers=3))
+    b = Tiny(S.but(q_norm_in=frozenset({1}), other_act_in=frozenset({0}), attn_name="self_attn"))
+    merged = Merged(tv.diff(a, b, input_data=IDS), depth)
+    merged.view.lint()  # execution order, no dangling or repeated edges, clusters nest
+    a_only = [n.ir.name for n in merged.view.nodes if n.id < 0]
+    assert "layers_2" in a_only or "layers_2_norm1" in a_only  # the removed layer, boxed or opened
 
 
 def test_a_removed_residual_is_a_red_add_and_red_edges_inside_the_opened_layer() -> None:
