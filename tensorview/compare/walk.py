@@ -133,6 +133,11 @@ def _differences(
         # a torch class is known by its module too: torch.nn's Linear is not the quantized one
         out.append(Difference("class", f"{a.cls} ({a.mod}) -> {b.cls} ({b.mod})"))
     for what, x, y in (("inputs", a.ins, b.ins), ("outputs", a.outs, b.outs)):
+        perm = _permutation(x, y)
+        if perm is not None:  # the same tensors in another order (Mistral's decoder layer's arguments)
+            if "order" not in skip:
+                out.append(Difference("order", f"{what} as a's {', '.join(map(str, perm))}"))
+            continue
         if "shape" not in skip and _shapes(x) != _shapes(y):
             out.append(
                 Difference("shape", _changes(what, [_fmt(s) for s in _shapes(x)], [_fmt(s) for s in _shapes(y)]))
@@ -163,6 +168,17 @@ def _differences(
     if "flow" not in skip:
         out.extend(flow_differences(ta, a, tb, b, {**dict(pairs), **ops}, moved_ids))
     return out
+
+
+def _permutation(x: tuple[Meta, ...], y: tuple[Meta, ...]) -> list[int] | None:
+    """For each of ``y``'s positions, the position in ``x`` of the same metadata, when ``y``
+    is ``x`` in another order (``None`` otherwise, and when they are equal)."""
+    if x == y or sorted(x, key=repr) != sorted(y, key=repr):
+        return None
+    free: dict[Meta, list[int]] = {}
+    for i, m in enumerate(x):
+        free.setdefault(m, []).append(i)
+    return [free[m].pop(0) for m in y]
 
 
 def _shapes(ms: tuple[Meta, ...]) -> list[tuple[int | str, ...]]:
