@@ -83,6 +83,18 @@ TINY_EDITS: dict[str, tuple[Spec, dict[str, Any]]] = {
         expect(changed={"norm": ["class", "ops", "params"]}),
     ),
     "an op added": (S.but(scaled_in=frozenset({0})), expect(changed={"layers.0.attn": ["ops"]})),
+    "every residual removed": (
+        S.but(no_residual_in=BOTH),
+        expect(changed={f"layers.{i}": ["ops"] for i in (0, 1)}),
+    ),
+    "two edits in two layers": (
+        S.but(q_norm_in=frozenset({0}), other_act_in=ONE),
+        expect(added=["layers.0.attn.q_norm"], changed={"layers.1.mlp.act": ["class", "ops"]}),
+    ),
+    "a rename and a norm added": (
+        S.but(layers_name="h", q_norm_in=ONE),
+        expect(added=["h.1.attn.q_norm"], renamed=[(f"layers.{i}", f"h.{i}") for i in (0, 1)]),
+    ),
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..compare.report import KINDS, LEVELS
+from ..compare.report import KINDS, LAYOUTS, LEVELS
 
 
 def add_parsers(commands: Any, add_target_options: Any, add_general_options: Any) -> dict[str, Any]:
@@ -28,7 +28,19 @@ def add_parsers(commands: Any, add_target_options: Any, add_general_options: Any
     g.add_argument(
         "-o", "--output", metavar="PATH", help="also write the diff: .json, .txt, .html, .svg, .gv, .png, .pdf"
     )
+    g.add_argument(
+        "--stats",
+        action="store_true",
+        help="record with the cost probe and compare each module's own FLOPs and saved bytes, and the totals",
+    )
     g.add_argument("--depth", type=int, default=None, help="deepest module level drawn in a picture")
+    g.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default=None,
+        help="a picture's layout: merged (one graph, the union of both: the default of pictures) "
+        "or side (both side by side: the default of .html)",
+    )
     add_general_options(p)
     f = commands.add_parser("fingerprint", help="print a structural hash of the architecture (same model, same hash)")
     add_target_options(f)

@@ -4,7 +4,7 @@ people and CI (docs/diff.md).
 ``A``/``B`` are any targets of ``draw`` or saved graph JSONs (``tensorview draw ... -o
 x.json``).  ``diff`` prints the report and exits 0 when the two are identical, 1 when they
 differ, 2 on a usage error; ``-o`` also writes it (``.json``, ``.txt``, ``.html``, or
-the side-by-side picture: ``.svg``, ``.gv``, ``.png``, ``.pdf``).  ``fingerprint`` prints a structural hash
+a picture: ``.svg``, ``.gv``, ``.png``, ``.pdf``).  ``fingerprint`` prints a structural hash
 that is the same for the same architecture on any run, machine and device.
 """
 
@@ -15,6 +15,7 @@ import os
 
 from ..api import draw_graph
 from ..compare import KINDS, diff, fingerprint
+from ..compare.index import COSTS
 from ..graph import Graph, load
 from . import inputs
 from .commands import build_target
@@ -37,7 +38,12 @@ def graph_of(ns: argparse.Namespace, spec: str, progress: Progress) -> tuple[Gra
     specs = inputs.choose(ns.input_size or [], target.inputs, spec)
     with progress.step(f"recording {type(target.model).__name__} on {ns.device} with {inputs.describe(specs)}"):
         graph = draw_graph(
-            target.model, device=ns.device, mode=ns.mode, source=False, **inputs.call_arguments(specs, ns.device)
+            target.model,
+            device=ns.device,
+            mode=ns.mode,
+            source=False,
+            stats=COSTS if getattr(ns, "stats", False) else (),
+            **inputs.call_arguments(specs, ns.device),
         )
     return graph.graph, spec
 
@@ -56,7 +62,7 @@ def run_diff(ns: argparse.Namespace, progress: Progress) -> int:
         d.names = (na, nb)
     print(d)
     if ns.output:
-        path = d.save(ns.output, depth=ns.depth)
+        path = d.save(ns.output, depth=ns.depth, layout=ns.layout)
         progress.say(f"wrote {path}")
     return SAME if d.identical else DIFFERENT
 

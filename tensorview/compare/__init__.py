@@ -3,7 +3,7 @@ and says what differs (docs/diff.md).
 
 ``index.py`` reads what is compared from each ``Graph``, ``align.py`` matches calls (a tree
 alignment) and ops (an edit script), ``walk.py`` compares matched pairs, ``report.py`` holds
-the result (``GraphDiff``), ``picture.py`` draws it; ``api.py`` turns models, recordings,
+the result (``GraphDiff``), ``picture.py`` and ``merged.py`` draw it; ``api.py`` turns models, recordings,
 programs and saved JSON into graphs.  Everything but ``api.py`` works on plain graphs.
 """
 

@@ -11,7 +11,11 @@ only one kind of evidence):
 3. same relative name, another class (an activation swapped);
 4. same class, in order (renamed and changed);
 5. similar content: parameter shapes, child classes and ops as multisets, Jaccard
-   similarity at least ``SIMILAR``.
+   similarity at least ``SIMILAR``;
+6. a substitution: the one call of a left between two matched neighbours and the one
+   call of b left between their partners, with the same input and output metadata (a
+   ported ``gelu: GELU`` and ``act: NewGELUActivation``): changed and renamed, not
+   removed and added.
 
 Ops inside a matched pair of calls are aligned as sequences of op names (difflib's
 edit script); a replaced run is paired position by position as changed ops.
@@ -62,8 +66,35 @@ def match_children(ta: Tree, a: Call, tb: Tree, b: Call) -> list[tuple[int, int]
         fx = _features(ta, x)
         score, best = max(((_jaccard(fx, _features(tb, y)), k) for k, y in enumerate(rest_b)), default=(0.0, -1))
         if score >= SIMILAR:
-            pairs[x.id] = rest_b.pop(best).id
+            y = rest_b.pop(best)
+            pairs[x.id] = y.id
+            used.add(y.id)
+    _substitutions(ca, cb, pairs, used)
     return sorted(pairs.items())
+
+
+def _substitutions(ca: list[Call], cb: list[Call], pairs: dict[int, int], used: set[int]) -> None:
+    """Pass 6: pair the sole unmatched call of a gap between matched neighbours with the
+    sole unmatched call of b's gap between their partners when their inputs and outputs
+    agree (nothing when matched children run in another order)."""
+    pos_b = {c.id: k for k, c in enumerate(cb)}
+    anchors = [-1]  # b positions of a's matched children, in a's order
+    free: defaultdict[int, list[Call]] = defaultdict(list)
+    for x in ca:
+        if x.id in pairs:
+            if pos_b[pairs[x.id]] < anchors[-1]:
+                return
+            anchors.append(pos_b[pairs[x.id]])
+        else:
+            free[len(anchors) - 1].append(x)
+    anchors.append(len(cb))
+    for gap, xs in free.items():
+        ys = [y for y in cb[anchors[gap] + 1 : anchors[gap + 1]] if y.id not in used]
+        if len(xs) == 1 and len(ys) == 1 and (xs[0].ins or xs[0].outs):
+            x, y = xs[0], ys[0]
+            if (x.ins, x.outs) == (y.ins, y.outs):
+                pairs[x.id] = y.id
+                used.add(y.id)
 
 
 def _features(t: Tree, c: Call) -> Counter[Hashable]:

@@ -13,7 +13,7 @@ from ..drawing import ComputationGraph
 from ..errors import InvalidInputError, InvalidTypeError
 from ..graph import Graph, load
 from ..importers import is_program
-from .index import Tree
+from .index import COSTS, Tree
 from .report import KINDS, LEVELS, GraphDiff
 from .walk import compare
 
@@ -27,6 +27,7 @@ def diff(
     device: Any = "meta",
     level: str = "module",
     ignore: str | Sequence[str] = (),
+    stats: bool = False,
 ) -> GraphDiff:
     """The architecture diff of ``a`` and ``b``: each a model (recorded with the given
     inputs, on ``device``, meta by default), a ``ComputationGraph``, a ``Graph``, the path
@@ -35,7 +36,11 @@ def diff(
     Module calls are matched by path, then by structure where paths were renamed; ops
     inside matched calls are aligned as sequences.  ``level="op"`` lists every op edit,
     ``"module"`` one summary per call.  ``ignore``: kinds of differences to leave out
-    (``KINDS``: class, shape, dtype, params, ops, flow, order, names).  docs/diff.md.
+    (``KINDS``: class, shape, dtype, params, flops, saved_bytes, ops, flow, order, wrap,
+    names).  ``stats=True``: models are recorded with the cost probe, and each matched
+    call's own FLOPs and bytes saved for backward are compared (also for recordings and
+    saved graphs that carry the ``flops``/``saved_bytes`` layers, on both sides), as are
+    the whole models' (``GraphDiff.totals``).  docs/diff.md.
 
     >>> import torch, tensorview as tv
     >>> old = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU())
@@ -46,9 +51,12 @@ def diff(
     """
     level = _check_level(level)
     ignore = _check_ignore(ignore)
-    ga, na = graph_of(a, input_size=input_size, input_data=input_data, device=device)
-    gb, nb = graph_of(b, input_size=input_size, input_data=input_data, device=device)
-    return compare(Tree(ga, na), Tree(gb, nb), level, ignore)
+    if not isinstance(stats, bool):
+        raise InvalidTypeError(f"stats must be True or False, got {stats!r:.80}")
+    ga, na = graph_of(a, input_size=input_size, input_data=input_data, device=device, stats=stats)
+    gb, nb = graph_of(b, input_size=input_size, input_data=input_data, device=device, stats=stats)
+    costs = tuple(k for k in COSTS if k in ga.annotations and k in gb.annotations)
+    return compare(Tree(ga, na, costs), Tree(gb, nb, costs), level, ignore)
 
 
 def fingerprint(x: Any, *, input_size: Any = None, input_data: Any = None, device: Any = "meta") -> str:
@@ -60,8 +68,11 @@ def fingerprint(x: Any, *, input_size: Any = None, input_data: Any = None, devic
     return hashlib.sha256(repr((t.stable_sig(), names)).encode()).hexdigest()[:16]
 
 
-def graph_of(x: Any, *, input_size: Any = None, input_data: Any = None, device: Any = "meta") -> tuple[Graph, str]:
-    """The recorded graph of ``x`` and a name for it."""
+def graph_of(
+    x: Any, *, input_size: Any = None, input_data: Any = None, device: Any = "meta", stats: bool = False
+) -> tuple[Graph, str]:
+    """The recorded graph of ``x`` and a name for it (a model's with the cost layers of
+    ``COSTS`` when ``stats``)."""
     if isinstance(x, Graph):
         return x, _root_class(x)
     if isinstance(x, ComputationGraph):
@@ -79,7 +90,8 @@ def graph_of(x: Any, *, input_size: Any = None, input_data: Any = None, device: 
     import torch
 
     if isinstance(x, torch.nn.Module):
-        graph = draw_graph(x, input_size=input_size, input_data=input_data, device=device, source=False)
+        costs = COSTS if stats else ()
+        graph = draw_graph(x, input_size=input_size, input_data=input_data, device=device, source=False, stats=costs)
         return graph.graph, type(x).__name__
     raise InvalidTypeError(
         "diff compares models (nn.Module), ComputationGraphs, Graphs, saved graph .json paths, "

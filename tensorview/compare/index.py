@@ -22,6 +22,8 @@ from ..graph import PARAM_ROLES, FunctionNode, Graph, ModuleNode, TensorNode
 IN, OUT = -1, -2
 #: a tensor's metadata as compared: shape and dtype (never the device)
 Meta = tuple[tuple[int | str, ...], str]
+#: the cost layers compared where both recordings carry them (``tv.diff(..., stats=True)``)
+COSTS = ("flops", "saved_bytes")
 
 
 @dataclass(slots=True, eq=False)
@@ -61,11 +63,16 @@ class Op:
 class Tree:
     """The calls and ops of one graph, indexed by node id."""
 
-    def __init__(self, graph: Graph, name: str = "") -> None:
+    def __init__(self, graph: Graph, name: str = "", costs: tuple[str, ...] = ()) -> None:
         self.graph = graph
         self.name = name
         self.calls: dict[int, Call] = {}
         self.ops: dict[int, Op] = {}
+        #: cost layer -> node id -> value, for the layers of ``costs`` (both graphs of a diff
+        #: carry them); they are part of each call's ``sig``, never of ``stable_sig``
+        self.costs: dict[str, dict[int, int]] = {
+            k: {i: int(v) for i, v in graph.annotations.layer(k).items()} for k in costs if k in graph.annotations
+        }
         self._read(graph)
         self._flows(graph)
         self._signatures()
@@ -75,6 +82,18 @@ class Tree:
         if self.graph.root is None:
             raise ValueError("the graph has no root call")
         return self.calls[self.graph.root]
+
+    def own_cost(self, layer: str, call: Call) -> int:
+        """A call's own ``layer`` (flops, saved_bytes): the sum over its own ops, so that a
+        change deep inside shows in the call holding it and nowhere above (the rolled-up
+        values of the calls above differ too, and the whole model's are ``total_cost``)."""
+        values = self.costs[layer]
+        return sum(values.get(o, 0) for o in call.ops)
+
+    def total_cost(self, layer: str) -> int | None:
+        """The root call's rolled-up ``layer`` (``None`` when the graph has none)."""
+        values = self.costs.get(layer)
+        return None if values is None else values.get(self.root.id, 0)
 
     def pos(self, call: Call) -> dict[int, int]:
         """Part id -> position in ``call.parts``."""
@@ -168,7 +187,8 @@ class Tree:
         within this process (``stable_sig`` is the one that is the same in every run)."""
         for cid in sorted(self.calls, reverse=True):  # children have larger ids
             c = self.calls[cid]
-            c.sig = hash(self._structure(c, lambda child: child.sig))
+            own = tuple(self.own_cost(k, c) for k in self.costs)
+            c.sig = hash((self._structure(c, lambda child: child.sig), own))
 
     def _structure(self, c: Call, sig_of: Callable[[Call], Hashable]) -> tuple[Hashable, ...]:
         ops = tuple((o.name, o.ins, o.outs) for o in (self.ops[i] for i in c.ops))

@@ -1,5 +1,5 @@
 """``diff.html``: one self-contained page with the side-by-side picture (picture.py, laid
-out by Graphviz) and the list of differences beside it; clicking one (or stepping with
+out by Graphviz; or the merged one, merged.py) and the list of differences beside it; clicking one (or stepping with
 ``n``/``p``) outlines its calls in both graphs and scrolls to them.  Every text on the
 page is escaped here (``html.escape``) or by Graphviz (labels in the SVG); the list's
 node names go through ``json.dumps`` into a data attribute."""
@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..render.executable import run_dot
-from .picture import source
+from .picture import drawing
 
 if TYPE_CHECKING:
     from .report import GraphDiff
@@ -38,9 +38,10 @@ document.addEventListener('keydown',e=>{if(!items.length)return;
 """
 
 
-def page(d: GraphDiff, depth: int | None = None) -> str:
-    """The HTML text of the diff page (needs Graphviz's ``dot`` for the picture)."""
-    svg = run_dot(source(d, depth), "svg").decode("utf-8")
+def page(d: GraphDiff, depth: int | None = None, layout: str = "side") -> str:
+    """The HTML text of the diff page (needs Graphviz's ``dot`` for the picture), both
+    graphs side by side (``layout="side"``) or merged in one (``"merged"``)."""
+    svg = run_dot(drawing(d, depth, layout), "svg").decode("utf-8")
     svg = svg[svg.index("<svg") :]  # without the XML prolog and doctype
     svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
     items = []

@@ -1,4 +1,5 @@
-"""The diff as a picture: both graphs side by side in one Graphviz drawing, each through
+"""The diff as a picture side by side (``layout="side"``; merged.py draws the merged one):
+both graphs in one Graphviz drawing, each through
 the DOT renderer with a styler that colours what differs: calls only in b green, only in
 a red, changed amber, the rest white, and a box that holds a difference deeper down
 outlined in amber.
@@ -18,6 +19,7 @@ from ..render import DotRenderer, GraphvizStyler
 from ..render.escape import attr_list, quote
 from ..render.executable import render_digraph
 from ..transform import build_view
+from .report import LAYOUTS
 
 if TYPE_CHECKING:
     from .report import GraphDiff
@@ -89,22 +91,46 @@ class SideRenderer(DotRenderer):
         return f"\t{quote(self.prefix + src.name)} -> {quote(self.prefix + dst.name)}{attr_list(attrs)}"
 
 
-def source(d: GraphDiff, depth: int | None = None) -> str:
-    """DOT text of the side-by-side picture."""
-    if d.trees is None:
-        raise InvalidInputError("this GraphDiff holds no graphs to draw (it was not made by tv.diff)")
-    ta, tb = d.trees
+def marks(d: GraphDiff) -> tuple[dict[int, str], dict[int, str]]:
+    """The colours of the calls of a and of b: removed red, added green, changed amber."""
     marks_a: dict[int, str] = {e.node: REMOVED for e in d.removed_calls}
     marks_b: dict[int, str] = {e.node: ADDED for e in d.added_calls}
     for c in d.changed:
         marks_a.setdefault(c.nodes[0], CHANGED)
         marks_b.setdefault(c.nodes[1], CHANGED)
-    if depth is None:
-        deepest = [ta.graph.nodes[i].depth for i in marks_a] + [tb.graph.nodes[i].depth for i in marks_b]
-        depth = min(max(deepest, default=1), MAX_DEPTH)
+    return marks_a, marks_b
+
+
+def chosen_depth(d: GraphDiff, depth: int | None, open_changed: bool = False) -> int:
+    """``depth``, or the deepest difference's (at most ``MAX_DEPTH``); ``open_changed``:
+    one deeper for a changed call with children whose own ops or flow differ, so that
+    what differs inside it is drawn."""
+    if d.trees is None:
+        raise InvalidInputError("this GraphDiff holds no graphs to draw (it was not made by tv.diff)")
+    if depth is not None:
+        return depth
+    ta, tb = d.trees
+    marks_a, marks_b = marks(d)
+    deepest = [ta.graph.nodes[i].depth for i in marks_a] + [tb.graph.nodes[i].depth for i in marks_b]
+    if open_changed:
+        inside = {"ops", "flow", "order"}
+        deepest += [
+            tb.graph.nodes[c.nodes[1]].depth + 1
+            for c in d.changed
+            if c.kinds & inside and tb.calls[c.nodes[1]].children
+        ]
+    return min(max(deepest, default=1), MAX_DEPTH)
+
+
+def source(d: GraphDiff, depth: int | None = None) -> str:
+    """DOT text of the side-by-side picture (``layout="side"``)."""
+    depth = chosen_depth(d, depth)
+    assert d.trees is not None
+    ta, tb = d.trees
+    marks_a, marks_b = marks(d)
     parts = [f"digraph {quote('diff')} {{", f"\tgraph{attr_list({'label': str(d).splitlines()[0], 'labelloc': 't'})}"]
-    for prefix, t, marks in (("a:", ta, marks_a), ("b:", tb, marks_b)):
-        styler = DiffStyler(marks, _holders(t.graph, marks), t.graph)
+    for prefix, t, colours in (("a:", ta, marks_a), ("b:", tb, marks_b)):
+        styler = DiffStyler(colours, _holders(t.graph, colours), t.graph)
         view = build_view(t.graph, ViewOptions(depth=depth, fold=False, expand_nested=True))
         text = SideRenderer(styler, prefix).render(view)
         body = text.rstrip("\n").split("\n")[1:-1]  # inside the digraph's braces
@@ -126,9 +152,24 @@ def _holders(g: Graph, marks: dict[int, str]) -> set[int]:
     return out
 
 
-def save(d: GraphDiff, path: str | os.PathLike[str], *, depth: int | None = None) -> str:
-    """Write ``d`` to ``path`` in the format its extension names (report.GraphDiff.save)."""
+def drawing(d: GraphDiff, depth: int | None = None, layout: str = "merged") -> str:
+    """DOT text of the picture: ``layout="merged"`` one graph, the union of both
+    (merged.py), ``"side"`` both side by side."""
+    if layout == "side":
+        return source(d, depth)
+    if layout == "merged":
+        from .merged import merged_source
+
+        return merged_source(d, depth)
+    raise InvalidInputError(f"layout must be one of {list(LAYOUTS)}, got {layout!r:.80}")
+
+
+def save(d: GraphDiff, path: str | os.PathLike[str], *, depth: int | None = None, layout: str | None = None) -> str:
+    """Write ``d`` to ``path`` in the format its extension names (report.GraphDiff.save);
+    ``layout``: ``"merged"`` (the default of pictures) or ``"side"`` (that of the page)."""
     path = os.fspath(path)
+    if layout is not None and layout not in LAYOUTS:
+        raise InvalidInputError(f"layout must be one of {list(LAYOUTS)}, got {layout!r:.80}")
     ext = os.path.splitext(path)[1].lstrip(".").lower()
     if ext == "json":
         text = d.to_json() + "\n"
@@ -137,9 +178,9 @@ def save(d: GraphDiff, path: str | os.PathLike[str], *, depth: int | None = None
     elif ext == "html":
         from .page import page
 
-        text = page(d, depth)
+        text = page(d, depth, layout or "side")
     elif ext in PICTURES:
-        return render_digraph(source(d, depth), path, ext)
+        return render_digraph(drawing(d, depth, layout or "merged"), path, ext)
     else:
         raise InvalidInputError(
             f"cannot save a diff as {path!r}: use .json, .txt, .html or a picture ({', '.join(PICTURES)})"

@@ -18,8 +18,10 @@ if TYPE_CHECKING:
     from .index import Tree
 
 #: kinds of differences between two matched calls; ``names`` stands for renames
-KINDS = ("class", "shape", "dtype", "params", "ops", "flow", "order", "wrap", "names")
+KINDS = ("class", "shape", "dtype", "params", "flops", "saved_bytes", "ops", "flow", "order", "wrap", "names")
 LEVELS = ("module", "op")
+#: how a picture puts the two graphs: one merged graph, or side by side
+LAYOUTS = ("merged", "side")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +80,16 @@ class GraphDiff:
     renamed: list[tuple[str, str]] = field(default_factory=list)
     changed: list[Change] = field(default_factory=list)
     ignore: tuple[str, ...] = ()
+    #: the whole models' costs that differ, ``{layer: (a, b)}`` (flops, saved_bytes:
+    #: compared where both recordings carry them)
+    totals: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: matched call ids (a -> b), for pictures
     matched: dict[int, int] = field(default_factory=dict, repr=False)
+    #: matched op ids (a -> b) inside matched calls whose structures differ (ops of calls
+    #: with equal signatures pair in order: ``op_pairs()``)
+    matched_ops: dict[int, int] = field(default_factory=dict, repr=False)
+    #: a wrapped (or unwrapped) call and its counterpart inside the wrapper (a id -> b id)
+    wrapped: dict[int, int] = field(default_factory=dict, repr=False)
     trees: tuple[Tree, Tree] | None = field(default=None, repr=False)
     _rename_order: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
 
@@ -93,7 +103,7 @@ class GraphDiff:
 
     @property
     def same_structure(self) -> bool:
-        return not (self.added_calls or self.removed_calls or self.changed)
+        return not (self.added_calls or self.removed_calls or self.changed or self.totals)
 
     @property
     def identical(self) -> bool:
@@ -134,7 +144,10 @@ class GraphDiff:
             )
             if v
         ]
-        return "\n".join([f"{head}: {', '.join(counts)}", *(f"  {line}" for line in self.lines())])
+        totals = [f"  total {k} {a:,} -> {b:,}" for k, (a, b) in self.totals.items()]
+        if not counts:
+            counts = ["costs differ"]
+        return "\n".join([f"{head}: {', '.join(counts)}", *(f"  {line}" for line in self.lines()), *totals])
 
     def __repr__(self) -> str:
         state = "identical" if self.identical else f"{len(self.lines())} lines"
@@ -164,20 +177,23 @@ class GraphDiff:
                 }
                 for c in self.changed
             ],
+            "totals": {k: {"a": a, "b": b} for k, (a, b) in self.totals.items()},
             "report": self.lines(),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
-    def save(self, path: str, *, depth: int | None = None) -> str:
+    def save(self, path: str, *, depth: int | None = None, layout: str | None = None) -> str:
         """Write the diff to ``path``: ``.json`` (``to_json``), ``.txt`` (the report),
         ``.html`` (the picture and the list of differences to step through: page.py), or
-        the picture of both graphs side by side (``.svg``, ``.gv``, ``.png``, ``.pdf``:
-        picture.py), added calls green, removed red, changed amber."""
+        a picture (``.svg``, ``.gv``, ``.png``, ``.pdf``): added green, removed red,
+        changed amber.  ``layout``: ``"merged"``, one graph, the union of both (merged.py,
+        the default of pictures), or ``"side"``, both side by side (picture.py, the
+        default of the page); ``depth``: the deepest module level drawn."""
         from .picture import save
 
-        return save(self, path, depth=depth)
+        return save(self, path, depth=depth, layout=layout)
 
 
 def _edit(e: Edit) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from .align import align_ops, match_children, out_of_order
 from .flow import best_op_pairs, flow_differences
-from .index import Call, Meta, Tree
+from .index import COSTS, Call, Meta, Tree
 from .report import Change, Difference, Edit, GraphDiff
 
 
@@ -48,13 +48,17 @@ def compare(ta: Tree, tb: Tree, level: str, ignore: Sequence[str]) -> GraphDiff:
             if y not in paired_b:
                 d.added_calls.append(_edit(tb, tb.calls[y], a, after=_order_in_a(a, y, pairs)))
         _renames(d, ta, tb, pairs, skip)
-        diffs = _differences(ta, a, tb, b, pairs, level, skip)
+        diffs = _differences(ta, a, tb, b, pairs, level, skip, d.matched_ops)
         if diffs:
             d.changed.append(Change(a.path, b.path, a.cls, tuple(diffs), a.id, (a.id, b.id)))
         queue.extend((ta.calls[x], tb.calls[y]) for x, y in reversed(pairs))
     for lst in (d.added_calls, d.removed_calls):
         lst.sort(key=lambda e: e.order)
     d.changed.sort(key=lambda c: c.order)
+    for layer in COSTS:
+        ca, cb = ta.total_cost(layer), tb.total_cost(layer)
+        if layer not in skip and ca is not None and cb is not None and ca != cb:
+            d.totals[layer] = (ca, cb)
     d.renamed.sort(key=lambda r: d._rename_order[r])
     return d
 
@@ -91,7 +95,9 @@ def _record_wrap(d: GraphDiff, ta: Tree, a: Call, tb: Tree, b: Call, side: str, 
         detail = f"unwrapped from {a.cls} (was {c.key[0]})"
         d.removed_calls.extend(_edit(ta, ta.calls[x], a) for x in a.children if x != c.id)
     d.changed.append(Change(a.path, b.path, a.cls, (Difference("wrap", detail),), a.id, (a.id, b.id)))
-    return (a, c) if side == "b" else (c, b)
+    pair = (a, c) if side == "b" else (c, b)
+    d.wrapped[pair[0].id] = pair[1].id
+    return pair
 
 
 def _edit(t: Tree, c: Call, parent_in_a: Call, after: float | None = None) -> Edit:
@@ -110,8 +116,16 @@ def _order_in_a(a: Call, y: int, pairs: list[tuple[int, int]]) -> float:
 
 
 def _differences(
-    ta: Tree, a: Call, tb: Tree, b: Call, pairs: list[tuple[int, int]], level: str, skip: set[str]
+    ta: Tree,
+    a: Call,
+    tb: Tree,
+    b: Call,
+    pairs: list[tuple[int, int]],
+    level: str,
+    skip: set[str],
+    op_pairs: dict[int, int],
 ) -> list[Difference]:
+    """How two matched calls differ; their op pairing is added to ``op_pairs``."""
     out: list[Difference] = []
     if "class" not in skip and a.cls != b.cls:
         out.append(Difference("class", f"{a.cls} -> {b.cls}"))
@@ -119,6 +133,11 @@ def _differences(
         # a torch class is known by its module too: torch.nn's Linear is not the quantized one
         out.append(Difference("class", f"{a.cls} ({a.mod}) -> {b.cls} ({b.mod})"))
     for what, x, y in (("inputs", a.ins, b.ins), ("outputs", a.outs, b.outs)):
+        perm = _permutation(x, y)
+        if perm is not None:  # the same tensors in another order (Mistral's decoder layer's arguments)
+            if "order" not in skip:
+                out.append(Difference("order", f"{what} as a's {', '.join(map(str, perm))}"))
+            continue
         if "shape" not in skip and _shapes(x) != _shapes(y):
             out.append(
                 Difference("shape", _changes(what, [_fmt(s) for s in _shapes(x)], [_fmt(s) for s in _shapes(y)]))
@@ -127,11 +146,17 @@ def _differences(
             out.append(Difference("dtype", _changes(what, _dtypes(x), _dtypes(y))))
     if a.key[1] == 0 and b.key[1] == 0:
         out.extend(_param_differences(a, b, skip))
+    for layer in COSTS:
+        if layer not in skip and layer in ta.costs and layer in tb.costs:
+            own_a, own_b = ta.own_cost(layer, a), tb.own_cost(layer, b)
+            if own_a != own_b:
+                out.append(Difference(layer, f"{own_a:,} -> {own_b:,}"))
     moved = out_of_order(pairs)
     moved_ids = {x for x, _ in moved} | {y for _, y in moved}
     ops = {x: y for x, y in align_ops(ta, a, tb, b) if x is not None and y is not None}
     if "flow" not in skip:
         ops = best_op_pairs(ta, a, tb, b, dict(pairs), ops, moved_ids)
+    op_pairs.update(ops)
     if "ops" not in skip:
         paired_b = set(ops.values())
         script: list[tuple[int | None, int | None]] = [(x, ops.get(x)) for x in a.ops]
@@ -143,6 +168,17 @@ def _differences(
     if "flow" not in skip:
         out.extend(flow_differences(ta, a, tb, b, {**dict(pairs), **ops}, moved_ids))
     return out
+
+
+def _permutation(x: tuple[Meta, ...], y: tuple[Meta, ...]) -> list[int] | None:
+    """For each of ``y``'s positions, the position in ``x`` of the same metadata, when ``y``
+    is ``x`` in another order (``None`` otherwise, and when they are equal)."""
+    if x == y or sorted(x, key=repr) != sorted(y, key=repr):
+        return None
+    free: dict[Meta, list[int]] = {}
+    for i, m in enumerate(x):
+        free.setdefault(m, []).append(i)
+    return [free[m].pop(0) for m in y]
 
 
 def _shapes(ms: tuple[Meta, ...]) -> list[tuple[int | str, ...]]:
