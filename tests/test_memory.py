@@ -277,7 +277,7 @@ def test_save_draws_the_timeline_as_svg_with_escaped_names(tmp_path: Any) -> Non
     assert f"peak {tv.cost.fmt_bytes(report.peak_bytes)}" in texts
     titles = {t.text for p in root.iter(f"{ns}polygon") for t in p.iter(f"{ns}title")}
     assert {"parameter", "gradient", "optimizer state", "activation"} <= titles
-    with pytest.raises(tv.InvalidInputError, match="format is SVG"):
+    with pytest.raises(tv.InvalidInputError, match="formats are SVG and HTML"):
         report.save(tmp_path / "mem.png")
 
 
