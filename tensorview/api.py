@@ -139,7 +139,7 @@ def draw_graph(
     (repeated blocks as one ``×N`` box), ``style`` (a named look: ``"paper"`` for figures,
     serif, grayscale-safe, thin lines; ``"dark"`` for dark notebooks; ``"default"``),
     ``stats=("params", "flops")`` (``tensorview.cost.STATS``: costs recorded with grad
-    enabled and shown on the nodes) and ``source`` (record where in your code each op and
+    enabled and shown on the nodes; ``"memory"``: tv.memory's per-call numbers) and ``source`` (record where in your code each op and
     module call was made: the annotation layer ``"source"``, ``"file.py:123"``, shown by
     the HTML viewer; a few microseconds per op, recording/source.py), ``backward``
     (record with grad enabled and draw each op's autograd nodes beside it, gradients in
