@@ -37,7 +37,8 @@ def attributes_probe() -> AttributesProbe:
 def annotate_stats(graph: Any, stats: Sequence[str], model: Any, inputs: Any) -> Any:
     """The layers of ``stats`` that are not measured while recording: ``activation_bytes``
     (from the graph's shapes) and ``memory`` (a training step predicted on meta by
-    ``tv.memory`` with the same inputs: cost/memlayers.py)."""
+    ``tv.memory`` with the same inputs, inference where no parameter trains:
+    cost/memlayers.py)."""
     if "activation_bytes" in stats:
         from .cost.layers import ActivationBytes
 
@@ -47,7 +48,9 @@ def annotate_stats(graph: Any, stats: Sequence[str], model: Any, inputs: Any) ->
         from .cost.step import memory
 
         input_size, input_data, dtypes, forward_kwargs = inputs
-        graph = graph.annotate(*memory_layers(memory(model, input_size, input_data, dtypes=dtypes, **forward_kwargs)))
+        mode = "train" if any(p.requires_grad for p in model.parameters()) else "eval"  # nothing trains: inference
+        report = memory(model, input_size, input_data, dtypes=dtypes, mode=mode, **forward_kwargs)
+        graph = graph.annotate(*memory_layers(report))
     return graph
 
 

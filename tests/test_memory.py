@@ -333,3 +333,25 @@ def test_gradient_accumulation_equals_micro_batches_by_hand() -> None:
     forwards = [e for e in report.timeline if e.phase == "forward"]
     assert report.live_at(forwards[-1].index)["gradient"] == n_bytes
     assert "3 micro-batches a step" in str(report).splitlines()[0]
+
+
+class ClippedSGD(torch.optim.SGD):
+    """SGD that reads the gradients' norm as a Python number (as clipping code does)."""
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:
+        norm = float(torch.stack([p.grad.norm() for g in self.param_groups for p in g["params"]]).norm())
+        scale = min(1.0, 1.0 / (norm + 1e-6)) * int(torch.tensor(1))
+        for g in self.param_groups:
+            for p in g["params"]:
+                p.grad.mul_(scale)
+        return super().step(closure)
+
+
+def test_an_optimizer_reading_numbers_runs_on_meta() -> None:
+    """float(t), int(t) and t.item() of a meta tensor give 1 in the optimizer step: the
+    sizes of what it makes do not depend on them (Adafactor: tests/test_memory_models.py)."""
+    model, x = cm.MLP(), torch.randn(4, 16)
+    report = tv.memory(model, input_data=x, optimizer=functools.partial(ClippedSGD, lr=0.1))
+    assert report.device == "meta"
+    assert report.peak_bytes == cpu_step_peak(model, (x,), {}, functools.partial(ClippedSGD, lr=0.1))

@@ -75,3 +75,18 @@ def test_memory_with_other_stats_and_a_bad_name() -> None:
     assert {"params", "memory_held", "memory_added"} <= set(g.graph.annotations.names())
     with pytest.raises(tv.InvalidInputError, match=r"stat.*'memroy'.*memory"):
         tv.draw_graph(mlp(), input_size=(BATCH, 16), stats=("memroy",))
+
+
+def test_a_frozen_model_gets_the_numbers_of_inference() -> None:
+    model = mlp().requires_grad_(False)
+    g = tv.draw_graph(model, input_size=(BATCH, 16), stats=("memory",))
+    report = tv.memory(model, input_size=(BATCH, 16), mode="eval")
+    rows = {m.path: m for m in report.by_module}
+    notes = {m.path: g.graph.annotations.of(m.id) for m in g.graph.modules()}
+    assert {p: (n["memory_held"], n["memory_added"]) for p, n in notes.items()} == {
+        p: (rows[p].held_at_peak, rows[p].added_bytes) for p in notes
+    }
+    assert set(report.phases) == {"forward"} and report.peak_module == "1"  # GELU makes its output
+    # ... while the first Linear's output, its input, is still alive; no activation is kept for backward
+    assert notes["0"]["memory_added"] == notes["0"]["memory_held"] == BATCH * 64 * 4
+    assert notes["2"]["memory_held"] == 0

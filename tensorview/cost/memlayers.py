@@ -10,7 +10,8 @@ layer               value (bytes, of a training step predicted on meta: tv.memor
 ==================  ==============================================================
 
 The step is ``tv.memory(model, <the drawing's inputs>)``: forward, loss, backward, Adam
-step, on a copy of the model on meta.  A recorded module call is matched with the
+step, on a copy of the model on meta (a model with no parameter that trains: one forward
+without grad, ``mode="eval"``).  A recorded module call is matched with the
 step's forward call of the same module path and the same call index (the second call
 of ``encoder.embed`` with the second); calls of a submodule's other methods, and calls
 the step did not make, get no value.

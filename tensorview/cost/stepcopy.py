@@ -154,15 +154,24 @@ def make_optimizer(params: list[nn.Parameter] | None, spec: Any) -> torch.optim.
 
 
 class ItemsOnMeta(TorchFunctionMode):
-    """``Tensor.item()`` of a meta or fake tensor gives 1 (``1.0``, ``True``) instead of
-    failing: entered around the optimizer step, where a value read as a number
-    (Adafactor's parameter norm) scales the update but never decides a size."""
+    """A meta or fake tensor read as a number (``t.item()``, ``float(t)``, ``int(t)``)
+    gives 1 (``1.0``, ``True``) instead of failing: entered around the optimizer step,
+    where such a number (Adafactor's parameter norm, a clipping factor) scales the update
+    but never decides a size."""
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        if func is torch.Tensor.item and args and _no_data(args[0]):
+        if func in _NUMBER_READS and args and _no_data(args[0]):
             t = args[0]
-            return 1.0 if t.is_floating_point() else True if t.dtype == torch.bool else 1
+            one = 1.0 if t.is_floating_point() else True if t.dtype == torch.bool else 1
+            return _NUMBER_READS[func](one)
         return func(*args, **(kwargs or {}))
+
+
+_NUMBER_READS: dict[Any, Callable[[Any], Any]] = {
+    torch.Tensor.item: lambda x: x,
+    torch.Tensor.__float__: float,
+    torch.Tensor.__int__: int,
+}
 
 
 def _no_data(t: Any) -> bool:
