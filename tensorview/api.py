@@ -18,7 +18,7 @@ from .drawing import ComputationGraph
 from .errors import InvalidInputError, InvalidTypeError, shown
 from .graph import Graph, ViewOptions
 from .importers import import_program, is_program, program_inputs
-from .probing import attributes_probe, backward_probe, check_stats
+from .probing import annotate_stats, attributes_probe, backward_probe, check_stats
 from .recording import BaseRecorder, Probe, SourceProbe, interrupts
 from .recording.fake import fake_placed, is_fake
 from .recording.inputs import check_forward_kwargs, check_model, dtypes_hint, make_inputs, to_device
@@ -139,7 +139,7 @@ def draw_graph(
     (repeated blocks as one ``×N`` box), ``style`` (a named look: ``"paper"`` for figures,
     serif, grayscale-safe, thin lines; ``"dark"`` for dark notebooks; ``"default"``),
     ``stats=("params", "flops")`` (``tensorview.cost.STATS``: costs recorded with grad
-    enabled and shown on the nodes) and ``source`` (record where in your code each op and
+    enabled and shown on the nodes; ``"memory"``: tv.memory's per-call numbers) and ``source`` (record where in your code each op and
     module call was made: the annotation layer ``"source"``, ``"file.py:123"``, shown by
     the HTML viewer; a few microseconds per op, recording/source.py), ``backward``
     (record with grad enabled and draw each op's autograd nodes beside it, gradients in
@@ -253,11 +253,7 @@ def _record(
             result = runnable(*args, **kwargs)
         if returned is not None:
             returned.append(result)
-    if "activation_bytes" in stats:
-        from .cost.layers import ActivationBytes
-
-        return rec.graph.annotate(ActivationBytes())
-    return rec.graph
+    return annotate_stats(rec.graph, stats, model, inputs) if stats else rec.graph
 
 
 def _option_names(fn: Any) -> tuple[str, ...]:  # a forward keyword close to one is a misspelling

@@ -5,6 +5,7 @@ loading")."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .recording import Probe
@@ -33,4 +34,24 @@ def attributes_probe() -> AttributesProbe:
     return AttributesProbe()
 
 
-__all__ = ["attributes_probe", "backward_probe", "check_stats"]
+def annotate_stats(graph: Any, stats: Sequence[str], model: Any, inputs: Any) -> Any:
+    """The layers of ``stats`` that are not measured while recording: ``activation_bytes``
+    (from the graph's shapes) and ``memory`` (a training step predicted on meta by
+    ``tv.memory`` with the same inputs, inference where no parameter trains:
+    cost/memlayers.py)."""
+    if "activation_bytes" in stats:
+        from .cost.layers import ActivationBytes
+
+        graph = graph.annotate(ActivationBytes())
+    if "memory" in stats:
+        from .cost.memlayers import memory_layers
+        from .cost.step import memory
+
+        input_size, input_data, dtypes, forward_kwargs = inputs
+        mode = "train" if any(p.requires_grad for p in model.parameters()) else "eval"  # nothing trains: inference
+        report = memory(model, input_size, input_data, dtypes=dtypes, mode=mode, **forward_kwargs)
+        graph = graph.annotate(*memory_layers(report))
+    return graph
+
+
+__all__ = ["annotate_stats", "attributes_probe", "backward_probe", "check_stats"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 import torch
@@ -40,13 +41,16 @@ def test_memory_prints_the_table_and_the_largest_batch(capsys: pytest.CaptureFix
     assert best == report.max_batch_size(3 * 2**20) and best > 2
     svg = ET.parse("mem.svg").getroot()
     assert svg.tag.endswith("svg") and "optimizer state" in ET.tostring(svg, encoding="unicode")
+    assert main([*argv, "-o", "mem.html", "-q"]) == 0
+    page = Path("mem.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and f'"peak":{report.peak_bytes},' in page
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--budget", "80 parsecs"], "--budget: bad memory budget '80 parsecs'"),
-        (["-o", "mem.png"], "written as SVG"),
+        (["-o", "mem.png"], "written as SVG or as an interactive HTML page"),
         (["--autocast", "int8"], "--autocast 'int8': a floating dtype"),
         (["--optimizer", "adamm"], "optimizer: 'adamm'"),
         (["--checkpointing", "model.layerz"], "no module 'model.layerz'; did you mean 'layers'"),

@@ -1,6 +1,6 @@
 """``tensorview memory TARGET``: the memory of a training step (``tensorview.memory``),
 printed as a table; with ``--budget`` also the largest batch that fits; with ``-o
-mem.svg`` the timeline as a picture."""
+mem.svg`` the timeline as a picture, ``-o mem.html`` as an interactive page."""
 
 from __future__ import annotations
 
@@ -17,8 +17,11 @@ from .values import UsageError
 
 def memory(ns: argparse.Namespace, progress: Progress) -> int:
     budget = _budget(ns.budget)  # checked before anything slow runs
-    if ns.output and not ns.output.lower().endswith(".svg"):
-        raise UsageError(f"-o {ns.output!r}: the memory timeline is written as SVG (a name ending .svg)")
+    if ns.output and not ns.output.lower().endswith((".svg", ".html", ".htm")):
+        raise UsageError(
+            f"-o {ns.output!r}: the memory timeline is written as SVG or as an interactive HTML page "
+            "(a name ending .svg or .html)"
+        )
     target = build_target(ns, progress)
     specs = inputs.choose(ns.input_size or [], target.inputs, ns.target)
     made_on = "meta" if ns.device in ("meta", "fake") else ns.device

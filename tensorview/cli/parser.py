@@ -181,7 +181,12 @@ def add_memory_options(p: argparse.ArgumentParser) -> None:
         "--budget", metavar="SIZE", help="memory to fit in (80GiB, 24GB): prints the largest batch that fits"
     )
     g.add_argument("--depth", type=argtype(values.depth), default=2, help="deepest module level in the table (2)")
-    g.add_argument("-o", "--output", metavar="PATH", help="write the timeline as SVG to PATH (mem.svg)")
+    g.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="write the timeline to PATH: a picture (mem.svg) or an interactive page (mem.html)",
+    )
 
 
 def add_general_options(p: argparse.ArgumentParser) -> None:

@@ -33,24 +33,27 @@ from .fmt import Bytes, Count, Flops
 from .memory import tensor_nbytes
 from .record import CostRecord
 
-__all__ = ["PROBE_STATS", "STATS", "ActivationBytes", "activation_bytes", "check_stats", "stat_layers"]
+__all__ = ["PROBE_STATS", "STATS", "STAT_CHOICES", "ActivationBytes", "activation_bytes", "check_stats", "stat_layers"]
 
 #: every cost layer, in the order labels list them
 STATS = ("params", "trainable_params", "shared_with", "flops", "uncounted", "activation_bytes", "saved_bytes")
 #: the layers the cost probe measures (``activation_bytes`` comes from the graph)
 PROBE_STATS = tuple(s for s in STATS if s != "activation_bytes")
+#: what ``stats=`` takes: the layers, and ``"memory"``: tv.memory's numbers per module call
+#: (the layers ``memory_held`` and ``memory_added``, memlayers.py; a training step more)
+STAT_CHOICES = (*STATS, "memory")
 
 
 def check_stats(stats: Any, *, runs: bool = True) -> tuple[str, ...]:
-    """``stats`` as a tuple of layer names: a name, or a sequence of names from :data:`STATS`;
+    """``stats`` as a tuple of names: a name, or a sequence of names from :data:`STAT_CHOICES`;
     ``runs=False``: the model is drawn without running (a traced program), so none can be."""
     if isinstance(stats, str):
         stats = (stats,)
     if not isinstance(stats, (tuple, list)) or not all(isinstance(s, str) for s in stats):
-        raise InvalidTypeError(f"stats must be a tuple of names from {list(STATS)}, got {shown(stats)}")
+        raise InvalidTypeError(f"stats must be a tuple of names from {list(STAT_CHOICES)}, got {shown(stats)}")
     for s in stats:
-        if s not in STATS:
-            raise choices_error("stat", s, STATS)
+        if s not in STAT_CHOICES:
+            raise choices_error("stat", s, STAT_CHOICES)
     if stats and not runs:
         raise InvalidInputError(
             f"stats={tuple(stats)!r} need a forward that runs; a traced program is drawn without one"

@@ -184,16 +184,22 @@ class MemoryReport:
         return self.table()
 
     def save(self, path: Any) -> None:
-        """``report.save("mem.svg")``: the timeline, stacked by category (memsvg.py)."""
+        """``report.save("mem.svg")``: the timeline, stacked by category (memsvg.py);
+        ``"mem.html"``: the same, interactive (memhtml.py: hover, zoom), one offline page."""
         import os
 
-        from .memsvg import timeline_svg
-
         name = os.fsdecode(path)
-        if not name.lower().endswith(".svg"):
-            raise InvalidInputError(f"cannot save a memory report as {name!r}: the format is SVG (a name ending .svg)")
+        kind = name.lower().rpartition(".")[2]
+        if kind == "svg":
+            from .memsvg import timeline_svg as write
+        elif kind in ("html", "htm"):
+            from .memhtml import timeline_html as write
+        else:
+            raise InvalidInputError(
+                f"cannot save a memory report as {name!r}: the formats are SVG and HTML (a name ending .svg or .html)"
+            )
         with open(name, "w", encoding="utf-8") as f:
-            f.write(timeline_svg(self))
+            f.write(write(self))
 
 
 def parse_bytes(value: int | str) -> int:

@@ -31,8 +31,9 @@ from ..errors import InvalidInputError, RecordingError, add_hint, choices_error,
 from ..recording.inputs import check_forward_kwargs, check_model, make_inputs, summary, to_device
 from ..recording.placement import as_device
 from ..recording.tree import flat_tensors
+from .memory import CPUAttentionOnMeta
 from .memreport import Event, MemoryReport, module_rows
-from .stepcopy import FAKE_DEVICES, Copies, apply_checkpointing, batch_of, make_optimizer, with_batch
+from .stepcopy import FAKE_DEVICES, Copies, ItemsOnMeta, apply_checkpointing, batch_of, make_optimizer, with_batch
 
 MODES = ("train", "eval")
 
@@ -181,7 +182,9 @@ def _measure(
         copies = Copies(where, stack)
         runnable = copies.model(model)
         runnable.train(plan.mode == "train")
-        apply_checkpointing(runnable, plan.checkpointing)
+        apply_checkpointing(
+            runnable, plan.checkpointing, CPUAttentionOnMeta if where == "meta" else contextlib.nullcontext
+        )
         args, kwargs = copies.inputs(inputs)
         train = plan.mode == "train"
         opt = make_optimizer([p for p in runnable.parameters() if p.requires_grad], plan.optimizer) if train else None
@@ -222,7 +225,8 @@ def _one_step(model: nn.Module, args: Any, kwargs: Any, tracker: Any, plan: _Pla
             tracker.reset_mod_stats()  # the next root call is not "a second iteration"
         if opt is not None:
             tracker.phase = "optimizer"
-            opt.step()
+            with ItemsOnMeta():  # a real tensor's .item() is its value
+                opt.step()
             opt.zero_grad(set_to_none=plan.set_to_none)
     except InvalidInputError:
         raise

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from ..errors import InvalidInputError, InvalidTypeError, choices_error
 from ..recording.compiled import rebind_compiled_methods
@@ -152,9 +153,41 @@ def make_optimizer(params: list[nn.Parameter] | None, spec: Any) -> torch.optim.
     return opt
 
 
-def apply_checkpointing(model: nn.Module, paths: Sequence[str]) -> None:
+class ItemsOnMeta(TorchFunctionMode):
+    """A meta or fake tensor read as a number (``t.item()``, ``float(t)``, ``int(t)``)
+    gives 1 (``1.0``, ``True``) instead of failing: entered around the optimizer step,
+    where such a number (Adafactor's parameter norm, a clipping factor) scales the update
+    but never decides a size."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func in _NUMBER_READS and args and _no_data(args[0]):
+            t = args[0]
+            one = 1.0 if t.is_floating_point() else True if t.dtype == torch.bool else 1
+            return _NUMBER_READS[func](one)
+        return func(*args, **(kwargs or {}))
+
+
+_NUMBER_READS: dict[Any, Callable[[Any], Any]] = {
+    torch.Tensor.item: lambda x: x,
+    torch.Tensor.__float__: float,
+    torch.Tensor.__int__: int,
+}
+
+
+def _no_data(t: Any) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(t, torch.Tensor) and (t.is_meta or isinstance(t, FakeTensor))
+
+
+def apply_checkpointing(
+    model: nn.Module, paths: Sequence[str], mode: Callable[[], Any] = contextlib.nullcontext
+) -> None:
     """Run each module named in ``paths`` (each module of a named ``ModuleList`` or
-    ``ModuleDict``) under ``torch.utils.checkpoint`` (non-reentrant), on the copy."""
+    ``ModuleDict``) under ``torch.utils.checkpoint`` (non-reentrant), on the copy, its
+    forward and its recomputation within ``mode()``: on meta the recomputation runs in
+    autograd's thread for the meta device, where the caller's ``CPUAttentionOnMeta`` is
+    not active (function modes are per thread) and attention would take the math path."""
     names = dict(model.named_modules())
     for path in paths:
         if path not in names:
@@ -167,18 +200,22 @@ def apply_checkpointing(model: nn.Module, paths: Sequence[str]) -> None:
         target = names[path]
         if isinstance(target, (nn.ModuleList, nn.ModuleDict)):  # containers are not called
             for m in target.children():
-                _checkpoint(m)
+                _checkpoint(m, mode)
         else:
-            _checkpoint(target)
+            _checkpoint(target, mode)
 
 
-def _checkpoint(m: nn.Module) -> None:
+def _checkpoint(m: nn.Module, mode: Callable[[], Any]) -> None:
     from torch.utils.checkpoint import checkpoint
 
     forward = m.forward
 
+    def in_mode(*args: Any, **kwargs: Any) -> Any:
+        with mode():
+            return forward(*args, **kwargs)
+
     def checkpointed(*args: Any, **kwargs: Any) -> Any:
-        return checkpoint(forward, *args, use_reentrant=False, **kwargs)
+        return checkpoint(in_mode, *args, use_reentrant=False, **kwargs)
 
     m.forward = checkpointed  # type: ignore[method-assign]
 
@@ -200,4 +237,13 @@ def with_batch(inputs: Any, old: int, new: int) -> Any:
     return map_tensors(inputs, resize)
 
 
-__all__ = ["FAKE_DEVICES", "OPTIMIZERS", "Copies", "apply_checkpointing", "batch_of", "make_optimizer", "with_batch"]
+__all__ = [
+    "FAKE_DEVICES",
+    "OPTIMIZERS",
+    "Copies",
+    "ItemsOnMeta",
+    "apply_checkpointing",
+    "batch_of",
+    "make_optimizer",
+    "with_batch",
+]
