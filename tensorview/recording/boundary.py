@@ -46,7 +46,7 @@ class Boundary:
     one down after it, in one place (``_record_root``)."""
 
     _theirs: list[Any] | None = None  # the modes on the stack when the root call started
-    _probes_stopped = _reguarded = _stance_released = False
+    _probes_stopped = _reguarded = False
 
     def __init__(
         self,
@@ -107,12 +107,12 @@ class Boundary:
         self.calls.push(Frame(module, root, leaf=not module._modules))
         self.ops.set_running(True)
         stance = unguarded = False
-        self._probes_stopped = self._reguarded = self._stance_released = False  # (clean-up steps done)
+        self._probes_stopped = self._reguarded = False  # (clean-up steps done)
         try:
             if self.probes is not None:
                 self.probes.start(root, module)
-            EAGER_STANCE.acquire()  # torch.compile'd code inside runs eagerly (compiled.py)
-            stance = True
+            stance = True  # (before: a release without the acquire does nothing)
+            EAGER_STANCE.acquire(self)  # torch.compile'd code inside runs eagerly (compiled.py)
             if EAGER_STANCE.eager:  # nothing is traced now: module calls skip the Dynamo guard
                 MODULE_CALL.unguard()
                 unguarded = True
@@ -198,9 +198,8 @@ class Boundary:
         if unguarded and not self._reguarded:
             MODULE_CALL.reguard()
             self._reguarded = True
-        if stance and not self._stance_released:
-            EAGER_STANCE.release()
-            self._stance_released = True
+        if stance:  # (idempotent: a step retried after an interrupt releases once)
+            EAGER_STANCE.release(self)
 
     def _pop_mode(self) -> None:
         """Take our mode off the stack, with any a failed forward left: the caller's modes
