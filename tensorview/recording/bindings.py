@@ -25,6 +25,7 @@ from .inference import storage_id
 from .optable import DEVICE_NAMES, DTYPE_NAMES, device_name, dtype_name, shape_of, storage_key, symbolic_shape, version
 from .state import recorded_alias
 from .tensor import RecorderTensor
+from .transforms import wrapped
 
 if TYPE_CHECKING:
     from .calls import Calls
@@ -37,6 +38,10 @@ _RT = RecorderTensor
 
 def _no() -> bool:
     return False
+
+
+def _no_scope() -> ModuleNode:
+    raise RuntimeError("Bindings used before Session connected it")
 
 
 class Bindings:
@@ -64,7 +69,8 @@ class Bindings:
         #: tensors aliased without a shared version counter (``p.data``, ``p.data = x``):
         #: storage key of the alias -> (object keeping the key valid, the tensor it writes)
         self.data_links: dict[int, tuple[Any, torch.Tensor]] = {}
-        self._calls: Calls | None = None
+        #: the module call now executing (``Calls.scope``, bound once)
+        self._scope: Callable[[], ModuleNode] = _no_scope
         self._transforms: Transforms | None = None
         self._inference: Callable[[], bool] = _no
 
@@ -72,11 +78,8 @@ class Bindings:
         """The collaborators asked while binding: the call stack (the scope a source is
         made in), the transforms (tensors a vmap made) and the ops (whether inference
         tensors are met: their storages are keyed otherwise)."""
-        self._calls, self._transforms, self._inference = calls, transforms, ops.inference
-
-    def _scope(self) -> ModuleNode:
-        assert self._calls is not None
-        return self._calls.scope()
+        self._transforms, self._inference = transforms, ops.inference
+        self._scope = calls.scope
 
     # -- what is tracked ----------------------------------------------------------------------
     def tables(self) -> tuple[dict[int, list[Any]], dict[int, tuple[str, str]]]:
@@ -161,7 +164,7 @@ class Bindings:
         if type(t) is _Tensor and t.layout == torch.strided:
             transforms = self._transforms
             assert transforms is not None
-            return transforms.wrapped_result(t, node) if transforms.wraps(t) else recorded_alias(t, node, self.token)
+            return transforms.wrapped_result(t, node) if wrapped(t) else recorded_alias(t, node, self.token)
         # parameters, sparse or other subclasses, stale RecorderTensors (of an earlier
         # recording, never rebound): keep the object, track it on the side
         self.sources[id(t)] = [t, node, version(t)]

@@ -55,7 +55,12 @@ class Calls:
         self.stack: list[Frame] = []
         self.paths = paths
         self.failure = failure
-        self._known_path = paths.known
+        self._path_of = paths.reader()
+        # read-only views of the collaborators' tables, for the per-call hot path
+        self._sources = bindings.tables()[0]
+        self._leaky = crossings.table()
+        self._unwrapped = transforms.table()
+        self._read_late = crossings.read_late
         self.bindings = bindings
         self.crossings = crossings
         self.transforms = transforms
@@ -117,7 +122,7 @@ class Calls:
                 assert self._methods is not None
                 self._methods.sync_methods(module)
                 caller = self.stack[-1]
-            path = self._known_path(module) or self.paths.path(module, self.stack)
+            path = self._path_of(id(module)) or self.paths.path(module, self.stack)
             cls = type(module)
             m = self.builder.add_module(path, cls.__name__, cls.__module__, caller.node)
             frame = Frame(module, m, not module._modules)
@@ -170,13 +175,13 @@ class Calls:
                 if type(a) is not _RT or a._tv_tok is not token:
                     break
             else:  # (``_enter`` inlined)
-                cid, mid, known, check = caller.node.id, m.id, frame.known, self.crossings.check
+                cid, mid, ckn, known, leaky = caller.node.id, m.id, caller.known, frame.known, self._leaky
                 add = self.graph.edges.add
                 for a in args:
                     node = a._tv_node if a._tv_ver == version(a) else self._node_of(a)
                     nid = node.id
-                    if nid < cid or node.parent != cid:
-                        check(node, caller)  # read by the caller to pass it on (crossings.py)
+                    if (nid < cid or (leaky and node.parent != cid)) and nid not in ckn:
+                        self._read_late(node)  # read by the caller to pass it on (crossings.py)
                     add(nid, mid)
                     known.add(nid)
                 return args, kwargs
@@ -207,7 +212,7 @@ class Calls:
         Tensors held by other objects in ``out`` are results when made inside the call;
         with objects among its arguments (``frame.objects``: it may have filled them, as a
         KV cache), the other tensors made inside it are results when used after it."""
-        if self.transforms.pending():  # vmap's results returned: made inside the call (transforms.py)
+        if self._unwrapped:  # vmap's results returned: made inside the call (transforms.py)
             map_tensors(out, lambda t: self.transforms.adopt(t, m))
         results: set[int] = set()
         if type(out) is _RT and (frame is None or not frame.objects):  # the common case
@@ -244,11 +249,11 @@ class Calls:
     def _result(self, t: torch.Tensor, m: ModuleNode, frame: Frame | None, results: set[int]) -> torch.Tensor:
         """Tensor ``t`` is returned by the call ``m`` (of ``frame``)."""
         token, b = self.token, self.bindings
-        if b.tracked(t):
+        if (type(t) is _RT and t._tv_tok is token) or id(t) in self._sources:
             node = t._tv_node if type(t) is _RT and t._tv_tok is token and t._tv_ver == version(t) else self._node_of(t)
             nid = node.id
-            if frame is not None:
-                self.crossings.returned(node, m.id, frame)  # read by the call to return it
+            if frame is not None and (nid < m.id or (self._leaky and node.parent != m.id)) and nid not in frame.known:
+                self._read_late(node, frame)  # read by the call to return it (crossings.py)
             if m.id < nid < m.end and node.role not in SOURCE_ROLES:  # produced inside the call
                 self.graph.edges.add(m.id, nid)
                 results.add(nid)

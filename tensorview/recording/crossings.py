@@ -54,6 +54,11 @@ class Crossings:
         """The call stack whose frames reads cross (read, never changed, here)."""
         self._stack = calls.frames()
 
+    def table(self) -> dict[int, set[int]]:
+        """The leaky calls (read, never written, by the per-call hot path of calls.py: no
+        check is needed while it is empty)."""
+        return self.leaky
+
     def leak(self, call_id: int, results: set[int]) -> None:
         """The ended call ``call_id`` may have handed out tensors where no hook sees; its
         results so far are ``results``."""
@@ -85,12 +90,6 @@ class Crossings:
         nid = node.id
         if (nid < cid or (self.leaky and node.parent != cid)) and nid not in caller.known:
             self.read_late(node)
-
-    def returned(self, node: TensorNode, mid: int, frame: Frame) -> None:
-        """``node`` is returned by the call ``mid`` of ``frame``, which just ended."""
-        nid = node.id
-        if (nid < mid or (self.leaky and node.parent != mid)) and nid not in frame.known:
-            self.read_late(node, frame)
 
     def held(self, node: TensorNode) -> None:
         """``node``, held by an object a call returned or filled, was made inside it: it

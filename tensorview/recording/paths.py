@@ -3,6 +3,8 @@ had when recording began, and names found for the others a forward calls."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from torch import nn
 
 from .state import Frame
@@ -20,6 +22,10 @@ class ModulePaths:
     def known(self, module: nn.Module) -> str | None:
         """The path of ``module`` if it has one yet (never a new one)."""
         return self.module_names.get(id(module))
+
+    def reader(self) -> Callable[[int], str | None]:
+        """``id(module) -> path or None``, for the per-call hot path (a dict's ``get``)."""
+        return self.module_names.get
 
     def path(self, module: nn.Module, stack: list[Frame]) -> str:
         """The path of ``module``, called inside the call of ``stack[-1]`` (a name found now

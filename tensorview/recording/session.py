@@ -165,4 +165,4 @@ class Session:
             return None
         if isinstance(module, GRAPH_MODULE):  # an fx hierarchy may be rebuilt: call_module
             return None
-        return self.calls.enter_sub(module, args, kwargs)
+        return self.enter_sub(module, args, kwargs)

@@ -80,13 +80,13 @@ class Transforms:
         assert self._calls is not None
         return self._calls.scope()
 
+    def table(self) -> dict[int, Any]:
+        """What a vmap may still hand out (read, never written, by calls.py's hot path)."""
+        return self.unwrapped
+
     def pending(self) -> int:
         """How many tensors a vmap may still hand out (none: nothing to look for)."""
         return len(self.unwrapped)
-
-    def wraps(self, t: torch.Tensor) -> bool:
-        """``t`` is a tensor a running functorch transform wrapped."""
-        return wrapped(t)
 
     def clear(self) -> None:
         self.unwrapped.clear()
