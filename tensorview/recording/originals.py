@@ -42,7 +42,7 @@ class Originals:
 
     def __init__(self) -> None:
         #: RecorderTensors standing for a tensor the caller holds: id -> (ours, theirs)
-        self.originals: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._pairs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         #: the plain tensor made for each of ours left where the caller can see it (theirs)
         self.plain_of: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
@@ -50,12 +50,12 @@ class Originals:
         """Note that ``ours`` stands for the caller's ``theirs`` (or for the tensor that
         ``theirs``, one of ours, stands for); returns ``ours``."""
         if type(theirs) is RecorderTensor:
-            entry = self.originals.get(id(theirs))
+            entry = self._pairs.get(id(theirs))
             if entry is None or entry[0] is not theirs:
                 return ours
             theirs = entry[1]
         if ours is not theirs:
-            self.originals[id(ours)] = (ours, theirs)
+            self._pairs[id(ours)] = (ours, theirs)
         return ours
 
     def theirs(self, t: torch.Tensor) -> torch.Tensor:
@@ -66,7 +66,7 @@ class Originals:
         made = self.plain_of.get(id(t))
         if made is not None and made[0] is t:
             return made[1]
-        entry = self.originals.get(id(t))
+        entry = self._pairs.get(id(t))
         if entry is not None and entry[0] is t:
             theirs = entry[1]
             if theirs.dtype == t.dtype and _same_geometry(theirs, t):
@@ -77,7 +77,7 @@ class Originals:
 
     def close(self) -> None:
         """The recording ended: drop every tensor held (idempotent)."""
-        self.originals.clear()
+        self._pairs.clear()
         self.plain_of.clear()
 
 
