@@ -177,34 +177,37 @@ class Ops:
         return self._bind(out, node)
 
     def _op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        # the tensor arguments, looking one level into lists/tuples (cat, stack, einsum...)
-        ins: list[torch.Tensor] = []
-        recorded = False
-        foreign = False
-        stale = False
-        sources = self._sources
-        params = self._params
         token = self.token
-        for a in (*args, *kwargs.values()) if kwargs else args:
-            ta = type(a)
-            for b in a if ta is list or ta is tuple else (a,):
-                tb = type(b)
-                if tb is _RT and b._tv_tok is token:
-                    ins.append(b)
-                    recorded = True
-                elif isinstance(b, _Tensor):
-                    ins.append(b)
-                    if id(b) in sources or id(b) in params or (tb is _Tensor and self._seen_by_transform(b)):
+        foreign = False
+        ins: list[torch.Tensor]
+        if not kwargs and len(args) == 1 and type(args[0]) is _RT and args[0]._tv_tok is token:
+            ins = [args[0]]  # the fast path: one tensor of ours, nothing else (x.relu(), x.t())
+        else:  # the tensor arguments, looking one level into lists/tuples (cat, stack, einsum...)
+            ins = []
+            recorded = False
+            stale = False
+            sources = self._sources
+            params = self._params
+            for a in (*args, *kwargs.values()) if kwargs else args:
+                ta = type(a)
+                for b in a if ta is list or ta is tuple else (a,):
+                    tb = type(b)
+                    if tb is _RT and b._tv_tok is token:
+                        ins.append(b)
                         recorded = True
-                    if tb is _RT:
-                        stale = True
-                    elif tb not in PLAIN_TYPES:
-                        foreign = True
-        if not recorded:
-            if stale:  # a RecorderTensor of an earlier recording: as a plain tensor
-                with torch._C.DisableTorchFunctionSubclass():
-                    return func(*args, **kwargs)
-            return func(*args, **kwargs)
+                    elif isinstance(b, _Tensor):
+                        ins.append(b)
+                        if id(b) in sources or id(b) in params or (tb is _Tensor and self._seen_by_transform(b)):
+                            recorded = True
+                        if tb is _RT:
+                            stale = True
+                        elif tb not in PLAIN_TYPES:
+                            foreign = True
+            if not recorded:
+                if stale:  # a RecorderTensor of an earlier recording: as a plain tensor
+                    with torch._C.DisableTorchFunctionSubclass():
+                        return func(*args, **kwargs)
+                return func(*args, **kwargs)
         if self.kept is not None:  # draw_graph, summary: the caller's parameters are put back
             self.kept.before(func, ins, kwargs, args)
 
