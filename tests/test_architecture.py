@@ -179,3 +179,96 @@ def test_nodes_are_constructed_only_by_the_node_factory() -> None:
 def test_no_module_is_too_long(path: Path) -> None:
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE)} has {lines} lines (split it by concern)"
+
+
+# -- recording/: collaborators, not layers (issue 22) ------------------------------------------
+RECORDING = PACKAGE / "recording"
+#: how the session's collaborators are held (``self.<name>``, ``session.<name>``): attribute
+#: name -> class; each is read by the others through its methods only
+COLLABORATORS = {
+    "bindings": "Bindings",
+    "calls": "Calls",
+    "crossings": "Crossings",
+    "methods": "Methods",
+    "transforms": "Transforms",
+    "ops": "Ops",
+    "runner": "OpRunner",
+    "boundary": "Boundary",
+    "paths": "ModulePaths",
+    "originals": "Originals",
+    "failure": "Failure",
+    "probes": "Probes",
+}
+#: the names through which collaborators are reached
+HOLDERS = {"self", "session", "s"}
+
+
+def recording_classes(sources: dict[str, str]) -> dict[str, tuple[str, list[str], set[str]]]:
+    """Class name -> (file, names of its bases, its methods) for the classes of ``sources``."""
+    found: dict[str, tuple[str, list[str], set[str]]] = {}
+    for name, text in sources.items():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                bases = [
+                    b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
+                    for b in node.bases
+                ]
+                methods = {
+                    f.name
+                    for f in node.body
+                    if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and not any(isinstance(d, ast.Name) and d.id == "property" for d in f.decorator_list)
+                }
+                found[node.name] = (name, bases, methods)
+    return found
+
+
+def too_deep(classes: dict[str, tuple[str, list[str], set[str]]], limit: int = 2) -> list[str]:
+    """Classes whose chain of bases defined among ``classes`` is more than ``limit`` long."""
+
+    def depth(name: str) -> int:
+        return 1 + max((depth(b) for b in classes[name][1] if b in classes and b != name), default=0)
+
+    return [f"{classes[c][0]}: class {c} is {depth(c)} levels deep" for c in classes if depth(c) > limit]
+
+
+def foreign_reads(sources: dict[str, str], classes: dict[str, tuple[str, list[str], set[str]]]) -> list[str]:
+    """``self.<collaborator>.<name>`` (or ``session.``/``s.``) where ``name`` is no method of
+    the collaborator's class: state read or written across collaborators."""
+    bad = []
+    for name, text in sources.items():
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.Attribute):
+                continue
+            held = node.value
+            if not (isinstance(held, ast.Attribute) and isinstance(held.value, ast.Name) and held.value.id in HOLDERS):
+                continue
+            cls = COLLABORATORS.get(held.attr)
+            if cls is not None and node.attr not in classes[cls][2]:
+                bad.append(f"{name}:{node.lineno}: {held.value.id}.{held.attr}.{node.attr} is no method of {cls}")
+    return bad
+
+
+def recording_sources() -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(RECORDING.glob("*.py"))}
+
+
+def test_recording_class_hierarchies_are_at_most_two_levels_deep() -> None:
+    classes = recording_classes(recording_sources())
+    assert {"Session", *COLLABORATORS.values()} <= set(classes)
+    assert too_deep(classes) == []
+
+
+def test_recording_collaborators_reach_each_other_only_through_methods() -> None:
+    sources = recording_sources()
+    assert foreign_reads(sources, recording_classes(sources)) == []
+
+
+def test_the_recording_rules_catch_violations() -> None:
+    layered = {"x.py": "class A:\n    pass\nclass B(A):\n    pass\nclass C(B):\n    pass\n"}
+    assert too_deep(recording_classes(layered)) == ["x.py: class C is 3 levels deep"]
+    reader = {
+        "y.py": "class Calls:\n    def scope(self): ...\n"
+        "class Ops:\n    def f(self):\n        self.calls.scope()\n        return self.calls.stack\n"
+    }
+    assert foreign_reads(reader, recording_classes(reader)) == ["y.py:6: self.calls.stack is no method of Calls"]

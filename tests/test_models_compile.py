@@ -327,19 +327,40 @@ def test_dynamo_imported_by_the_forward_sets_the_eager_stance(tmp_path: Path, mo
     monkeypatch.syspath_prepend(str(tmp_path))
     stance = _EagerStance(package="tv_standin_dynamo", ready="tv_standin_dynamo")
     finders = list(sys.meta_path)
-    stance.acquire()
+    holder = object()
+    stance.acquire(holder)
     assert not stance.eager and torch._dynamo.eval_frame._stance.stance == "default"
     import tv_standin_dynamo  # noqa: F401 - what the forward would do
 
     assert stance.eager and torch._dynamo.eval_frame._stance.stance == "force_eager"
     assert sys.meta_path == finders  # the watch is gone once it saw the import
-    stance.release()
+    stance.release(holder)
     assert not stance.eager and torch._dynamo.eval_frame._stance.stance == "default"
     # a recording that ends before the import leaves no watch behind, and sets nothing
     monkeypatch.delitem(sys.modules, "tv_standin_dynamo")
-    stance.acquire()
-    stance.release()
+    stance.acquire(holder)
+    stance.release(holder)
     assert sys.meta_path == finders
     import tv_standin_dynamo  # noqa: F401, F811
 
+    assert not stance.eager and torch._dynamo.eval_frame._stance.stance == "default"
+
+
+def test_the_eager_stance_released_twice_by_one_holder_is_released_once() -> None:
+    """A clean-up step retried after an interrupt landed between ``release`` and its
+    bookkeeping releases again: that must not take another recording's hold away (a count
+    went to -1 and left Dynamo's guard on every module call of the next recordings)."""
+    stance = _EagerStance()
+    first, second = object(), object()
+    stance.acquire(first)
+    stance.acquire(second)
+    assert stance.eager and torch._dynamo.eval_frame._stance.stance == "force_eager"
+    stance.release(first)
+    stance.release(first)  # retried: nothing more
+    assert stance.eager and torch._dynamo.eval_frame._stance.stance == "force_eager"
+    stance.release(second)
+    assert not stance.eager and torch._dynamo.eval_frame._stance.stance == "default"
+    stance.acquire(first)  # a new recording sets it again
+    assert stance.eager
+    stance.release(first)
     assert not stance.eager and torch._dynamo.eval_frame._stance.stance == "default"

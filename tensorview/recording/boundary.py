@@ -8,24 +8,30 @@ from __future__ import annotations
 import gc
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from ..graph import NodeFactory
 from . import interrupts
-from .calls import ModuleScope
 from .compiled import EAGER_STANCE
+from .convert import Undo
 from .dtensors import PLACEMENT_LAYER, placements
-from .inference import InferenceWrites
+from .keep import KeptParameters
 from .modes import close_mode_guards, hidden_modes, mode_stack, set_mode_stack
 from .modulecall import MODULE_CALL
-from .optable import MODULE_ATTRS, PLAIN_TYPES, version
+from .optable import PLAIN_TYPES
+from .originals import strip_escaped
+from .probes import Probes
 from .state import Frame
 from .tensor import RecorderTensor
-from .tree import ATOM_TYPES, flat_tensors, map_tensors, output_names, strip_in_place
+from .tree import flat_tensors, map_tensors, output_names, strip_in_place
 from .values import value_of
+
+if TYPE_CHECKING:
+    from .session import Session
 
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
@@ -35,10 +41,41 @@ _get_tf_state: Any = getattr(torch._C, "_get_torch_function_state", None)
 _set_tf_state: Any = getattr(torch._C, "_set_torch_function_state", None)
 
 
-class RootBoundary(ModuleScope):
-    _mode: TorchFunctionMode
+class Boundary:
+    """The root call of one recording: sets every collaborator up for it and tears every
+    one down after it, in one place (``_record_root``)."""
+
     _theirs: list[Any] | None = None  # the modes on the stack when the root call started
-    _probes_stopped = _reguarded = _stance_released = False
+    _probes_stopped = _reguarded = False
+
+    def __init__(
+        self,
+        builder: NodeFactory,
+        mode: TorchFunctionMode,
+        probes: Probes | None,
+        kept: KeptParameters | None,
+        undo: Undo | None,
+        tree: list[Any],
+    ) -> None:
+        self.builder = builder
+        self.graph = builder.graph
+        self.mode = mode
+        self.probes = probes
+        self.kept = kept
+        self.undo = undo
+        #: the model's objects held while recording (state.py's ``model_names``)
+        self.tree = tree
+        self.done = False  # the root call has finished (later calls run unrecorded)
+
+    def connect(self, session: Session) -> None:
+        """Every collaborator of ``session``: the root call sets each up and tears each down."""
+        self.ops, self.bindings, self.calls = session.ops, session.bindings, session.calls
+        self.crossings, self.methods, self.transforms = session.crossings, session.methods, session.transforms
+        self.paths, self.originals, self.failure = session.paths, session.originals, session.failure
+
+    def finished(self) -> bool:
+        """The root call has finished: later calls of the model run unrecorded."""
+        return self.done
 
     def root_call(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -59,55 +96,52 @@ class RootBoundary(ModuleScope):
     ) -> Any:
         with _Disable():  # (no mode of the caller sees tensorview's own calls: modes.py)
             first = next(iter(flat_tensors((args, kwargs), objects=True)), None)
-            if self.device is None and first is not None and first.device.type != "cpu":
-                self.device = first.device
-            on_meta = (first is not None and first.is_meta) or (self.device is not None and self.device.type == "meta")
+            self.ops.start(first)  # (the device, and meta replay on meta only)
             inference = torch.is_inference_mode_enabled() or (first is not None and first.is_inference())
-        if not on_meta:
-            self.meta_cache = None  # replay is for meta only: keep it off the hot path elsewhere
         with _Disable():
-            root = self.new_module(module, "", None)
+            root = self.calls.new_module(module, "", None)
         # Ctrl-C is deferred here (interrupts.py) except while the forward itself runs; the
         # finally undoes whatever of this setup happened, also after an ordinary exception
         tf_state = _get_tf_state() if _get_tf_state is not None else None
         self._theirs = mode_stack()  # the caller's modes: put back as they are when the call ends
-        self.stack.append(Frame(module, root, leaf=not module._modules))
-        self.running = True
+        self.calls.push(Frame(module, root, leaf=not module._modules))
+        self.ops.set_running(True)
         stance = unguarded = False
-        self._probes_stopped = self._reguarded = self._stance_released = False  # (clean-up steps done)
+        self._probes_stopped = self._reguarded = False  # (clean-up steps done)
         try:
             if self.probes is not None:
                 self.probes.start(root, module)
-            EAGER_STANCE.acquire()  # torch.compile'd code inside runs eagerly (compiled.py)
-            stance = True
+            stance = True  # (before: a release without the acquire does nothing)
+            EAGER_STANCE.acquire(self)  # torch.compile'd code inside runs eagerly (compiled.py)
             if EAGER_STANCE.eager:  # nothing is traced now: module calls skip the Dynamo guard
                 MODULE_CALL.unguard()
                 unguarded = True
             # ours at the bottom: the caller's modes see the model's calls as without us, and
             # none of tensorview's own (which run with torch functions off)
-            set_mode_stack([self._mode, *hidden_modes(), *self._theirs])
-            if inference:
-                self.writes = InferenceWrites()  # no version counters: catch writes (inference.py)
-                self.writes.push()
+            set_mode_stack([self.mode, *hidden_modes(), *self._theirs])
+            if inference:  # no version counters: catch writes (inference.py)
+                writes = self.ops.inference_writes()
+                assert writes is not None
+                writes.push()
             with _Disable():
                 args, kwargs = self._wrap_inputs(module, args, kwargs)
             interrupts.allow()
             out = call(module, *args, **kwargs)
             interrupts.block()
             with _Disable():
-                self.close_methods(failed=False)
-                out = self.leave(root, out, self.stack[-1])
+                self.methods.close_methods(failed=False)
+                out = self.calls.leave(root, out, self.calls.frames()[-1])
                 out = self._unwrap_outputs(out)
             # an op or call that raised but was caught inside forward stays marked failed,
             # but the forward as a whole succeeded
-            self.failure = self.failure_exc = None
+            self.failure.forget()
         except BaseException as e:
             interrupts.block()
             close_mode_guards(e.__traceback__)
             with _Disable():
-                self.close_methods(failed=True)
+                self.methods.close_methods(failed=True)
             self.builder.fail_call(root)
-            self.failed(e, "", None)
+            self.failure.failed(e, "", None)
             raise
         finally:
             # each step to its end, also when an asynchronous exception lands in one
@@ -133,7 +167,7 @@ class RootBoundary(ModuleScope):
             self.kept.restore()
 
     def _end_probes(self) -> None:
-        placed = placements(self.sources)  # DTensors: where each is sharded (dtensors.py)
+        placed = placements(self.bindings.all_sources())  # DTensors: where each is sharded (dtensors.py)
         if placed:
             self.graph.annotations.set(PLACEMENT_LAYER, placed)
         probes = self.probes
@@ -145,37 +179,27 @@ class RootBoundary(ModuleScope):
 
     def _strip(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         with _Disable():
-            self._strip_escaped(module, args, kwargs)
+            strip_escaped(module, args, kwargs, self.originals.theirs)
 
     def _forget(self) -> None:
-        self.running = False
         self.done = True
-        self.stack.clear()
-        self.sources.clear()
-        self.mutations.clear()
-        self.data_links.clear()
-        self.unwrapped.clear()
-        self.originals.clear()
-        self.plain_of.clear()
-        if self.writes is not None:
-            self.writes.close()
-            self.writes = None
-        self.leaky.clear()
+        self.ops.close()
+        self.calls.close()
+        self.paths.close()
+        self.bindings.close()
+        self.originals.close()
+        self.transforms.clear()
+        self.crossings.clear()
         # what only recording needed: a kept Recorder holds the graph and little else
-        self.module_names.clear()
-        self.found_modules.clear()
         self.tree.clear()
-        self.param_names.clear()
-        self.shapes.clear()
         self.builder.close()
 
     def _release_stance(self, unguarded: bool, stance: bool) -> None:
         if unguarded and not self._reguarded:
             MODULE_CALL.reguard()
             self._reguarded = True
-        if stance and not self._stance_released:
-            EAGER_STANCE.release()
-            self._stance_released = True
+        if stance:  # (idempotent: a step retried after an interrupt releases once)
+            EAGER_STANCE.release(self)
 
     def _pop_mode(self) -> None:
         """Take our mode off the stack, with any a failed forward left: the caller's modes
@@ -183,44 +207,6 @@ class RootBoundary(ModuleScope):
         theirs = self._theirs
         if theirs is not None and mode_stack() != theirs:
             set_mode_stack(theirs)
-
-    def _strip_escaped(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """No RecorderTensor may outlive the recording: not in a cache object the caller
-        passed in and the model updated, nor in an attribute the forward stored on a module."""
-
-        def is_ours(t: Any) -> bool:
-            return type(t) is _RT
-
-        plain = self.theirs
-        strip_in_place((args, kwargs), is_ours, plain)
-        seen: set[int] = set()
-        stack = [module]
-        while stack:  # module.modules(), without its generator per level
-            m = stack.pop()
-            if id(m) in seen:
-                continue
-            seen.add(id(m))
-            stack.extend([c for c in m._modules.values() if c is not None])
-            for k, b in m._buffers.items():  # assigned in forward (``self.buf = self.buf.to(...)``)
-                if type(b) is _RT:
-                    m._buffers[k] = plain(b)
-            for p in m._parameters.values():  # made in forward (``self.w = nn.Parameter(x)``)
-                if type(p) is _RT:  # (a leaf: torch allows no other) one object, as without us
-                    p.__class__ = nn.Parameter
-                    for attr in ("_tv_node", "_tv_ver", "_tv_tok"):
-                        p.__dict__.pop(attr, None)
-            d = m.__dict__
-            for k in d.keys() - MODULE_ATTRS:  # only what the model itself stored
-                v = d[k]
-                t = type(v)
-                if t in ATOM_TYPES:
-                    continue
-                if t is _RT:
-                    d[k] = plain(v)
-                elif t is tuple and all(type(x) in ATOM_TYPES for x in v):
-                    continue  # kernel_size=(3, 3) and the like: nothing to look into
-                elif isinstance(v, (_Tensor, list, tuple, dict)):
-                    d[k] = strip_in_place(v, is_ours, plain, objects=False)
 
     def _wrap_inputs(
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -232,28 +218,29 @@ class RootBoundary(ModuleScope):
             kinds = {p.name: p.kind for p in inspect.signature(module.forward).parameters.values()}
         except (TypeError, ValueError):
             bound = None
-        root = self.scope()
+        root = self.calls.scope()
+        b = self.bindings
 
         def wrap_under(prefix: str) -> Callable[[torch.Tensor, str], torch.Tensor]:
             def wrap(t: torch.Tensor, sub: str) -> torch.Tensor:
                 name = prefix + ("_" + sub if sub else "")
-                node = self.new_tensor(t, name, "input", root, source_name=name)
+                node = b.new_tensor(t, name, "input", root, source_name=name)
                 self.builder.add_input(node)
-                ours = self.bind(t, node)
+                ours = b.bind(t, node)
                 value = value_of(t)
                 if value is not None and ours is not t:  # its values, known on meta (values.py)
                     ours._tv_val = value  # type: ignore[attr-defined]
-                    self.values = True
-                return self.stands_for(ours, t)
+                    self.ops.follow_values()
+                return self.originals.stands_for(ours, t)
 
             return wrap
 
         def hold_under(prefix: str) -> Callable[[torch.Tensor, str], None]:
             def hold(t: torch.Tensor, sub: str) -> None:  # held by an object: known by its id
                 name = prefix + ("_" + sub if sub else "")
-                node = self.new_tensor(t, name, "input", root, source_name=name)
+                node = b.new_tensor(t, name, "input", root, source_name=name)
                 self.builder.add_input(node)
-                self.sources[id(t)] = [t, node, version(t)]
+                b.track(t, node)
 
             return hold
 
@@ -281,13 +268,14 @@ class RootBoundary(ModuleScope):
 
     def _unwrap_outputs(self, out: Any) -> Any:
         names = output_names(out)  # where each tensor is in what forward returned
+        b = self.bindings
 
         def unwrap(t: torch.Tensor) -> torch.Tensor:
-            self.builder.mark_output(self.node_of(t), *names.get(id(t), (None, None)))
-            return self.theirs(t) if type(t) is _RT else t
+            self.builder.mark_output(b.node_of(t), *names.get(id(t), (None, None)))
+            return self.originals.theirs(t) if type(t) is _RT else t
 
         def recorded(t: torch.Tensor) -> bool:  # ours, or another subclass we track (fake)
-            return type(t) is _RT or (type(t) not in PLAIN_TYPES and id(t) in self.sources)
+            return type(t) is _RT or (type(t) not in PLAIN_TYPES and b.tracked(t))
 
         out = map_tensors(out, unwrap)
         strip_in_place(out, recorded, unwrap)  # e.g. a KV cache object returned

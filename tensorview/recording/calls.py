@@ -6,79 +6,92 @@ acyclic)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from ..graph import SOURCE_ROLES, ModuleNode, TensorNode
+from ..graph import SOURCE_ROLES, ModuleNode, NodeFactory
 from .control import unseen_result
 from .objects import Walk, visit
-from .ops import OpRecorder
 from .optable import version
-from .state import Frame, recorded_alias
+from .paths import ModulePaths
+from .probes import Probes
+from .state import Failure, Frame, recorded_alias
 from .tensor import RecorderTensor, alias_as
 from .transforms import wrapped
 from .tree import map_tensors
+
+if TYPE_CHECKING:
+    from .bindings import Bindings
+    from .crossings import Crossings
+    from .methods import Methods
+    from .originals import Originals
+    from .transforms import Transforms
 
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
 _RT = RecorderTensor
 
 
-#: the dicts a module keeps its registered children, parameters and buffers in
-_REGISTRIES = frozenset({"_modules", "_parameters", "_buffers"})
+class Calls:
+    """The call stack of one recording: module calls, their paths and edges, and the
+    failure now propagating."""
 
+    def __init__(
+        self,
+        builder: NodeFactory,
+        probes: Probes | None,
+        paths: ModulePaths,
+        failure: Failure,
+        bindings: Bindings,
+        crossings: Crossings,
+        transforms: Transforms,
+        originals: Originals,
+    ) -> None:
+        self.builder = builder
+        self.graph = builder.graph
+        self.probes = probes
+        self.stack: list[Frame] = []
+        self.paths = paths
+        self.failure = failure
+        self._path_of = paths.reader()
+        # read-only views of the collaborators' tables, for the per-call hot path
+        self._sources = bindings.tables()[0]
+        self._leaky = crossings.table()
+        self._unwrapped = transforms.table()
+        self._read_late = crossings.read_late
+        self.bindings = bindings
+        self.crossings = crossings
+        self.transforms = transforms
+        self.originals = originals
+        self.token = bindings.token
+        self._node_of = bindings.node_of
+        self._methods: Methods | None = None
 
-def _found_path(module: nn.Module, stack: list[Frame]) -> str:
-    """The path of a module called inside the call of ``stack[-1]`` that was not in the
-    model's tree when recording began: its name where a running call (innermost first)
-    or a child of the caller registered it in forward (``self.attn = Attn()``:
-    ``block.attn``, not the ``_modules`` dict holding it), else where the caller keeps it
-    in a plain attribute, list or dict (``blocks.0``), else its class under the caller
-    (``block.ReLU``)."""
-    for frame in reversed(stack):
-        for k, v in frame.module._modules.items():
-            if v is module:
-                return _join(frame.node.path, k)
-    parent = stack[-1]
-    for k, child in parent.module._modules.items():  # ``self.block.attn = Attn()`` in forward
-        if child is not None:
-            for k2, v in child._modules.items():
-                if v is module:
-                    return _join(parent.node.path, f"{k}.{k2}")
-    for attr, value in vars(parent.module).items():
-        if attr in _REGISTRIES:
-            continue
-        if value is module:
-            return _join(parent.node.path, attr)
-        if isinstance(value, (list, tuple)):
-            for i, v in enumerate(value):
-                if v is module:
-                    return _join(parent.node.path, f"{attr}.{i}")
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                if v is module:
-                    return _join(parent.node.path, f"{attr}.{k}")
-    return _join(parent.node.path, type(module).__name__)
+    def connect(self, methods: Methods) -> None:
+        """The method calls opened and closed on this stack."""
+        self._methods = methods
 
+    # -- the stack ------------------------------------------------------------------------------
+    def frames(self) -> list[Frame]:
+        """The running calls, innermost last (read by the other collaborators, changed
+        only through ``push`` and ``pop``)."""
+        return self.stack
 
-def _join(prefix: str, name: str) -> str:
-    return f"{prefix}.{name}" if prefix else name
+    def push(self, frame: Frame) -> None:
+        self.stack.append(frame)
 
+    def pop(self) -> Frame:
+        return self.stack.pop()
 
-class ModuleScope(OpRecorder):
-    def module_path(self, module: nn.Module) -> str:
-        name = self.module_names.get(id(module))
-        if name is not None:
-            return name
-        # not in the model's tree when recording began: registered in forward
-        # (``self.attn = Attn()``), kept in a plain list/dict, or a local made in forward
-        name = _found_path(module, self.stack)
-        self.module_names[id(module)] = name
-        self.found_modules.append(module)  # alive while its id is a key: a module made in
-        # forward and dropped would hand its id, and so its name, to the next one made
-        return name
+    def scope(self) -> ModuleNode:
+        """The module call now executing."""
+        return self.stack[-1].node
+
+    def close(self) -> None:
+        """The recording ended: the stack goes (idempotent)."""
+        self.stack.clear()
 
     def new_module(self, module: nn.Module, path: str, parent: ModuleNode | None) -> ModuleNode:
         cls = type(module)
@@ -106,13 +119,14 @@ class ModuleScope(OpRecorder):
         with _Disable():
             caller = self.stack[-1]
             if not caller.leaf:
-                self.sync_methods(module)
+                assert self._methods is not None
+                self._methods.sync_methods(module)
                 caller = self.stack[-1]
-            path = self.module_names.get(id(module)) or self.module_path(module)
+            path = self._path_of(id(module)) or self.paths.path(module, self.stack)
             cls = type(module)
             m = self.builder.add_module(path, cls.__name__, cls.__module__, caller.node)
             frame = Frame(module, m, not module._modules)
-            args, kwargs = self._enter_args(m, args, kwargs, frame, caller)
+            args, kwargs = self.enter_args(m, args, kwargs, frame, caller)
         self.stack.append(frame)
         if self.probes is not None:
             self.probes.enter_call(m, module)
@@ -123,7 +137,7 @@ class ModuleScope(OpRecorder):
         m = frame.node
         try:
             self.builder.fail_call(m)
-            self.failed(e, m.path, None)
+            self.failure.failed(e, m.path, None)
         finally:
             self._pop_sub(frame, failed=True)
 
@@ -138,11 +152,14 @@ class ModuleScope(OpRecorder):
         if stack and stack[-1] is frame:
             stack.pop()
         else:  # method calls still open inside it
-            self.pop_frame(frame, failed=failed)
+            assert self._methods is not None
+            self._methods.close_methods(failed)
+            if stack and stack[-1] is frame:
+                stack.pop()
         if self.probes is not None:
             self.probes.exit_call(frame.node)
 
-    def _enter_args(
+    def enter_args(
         self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame, caller: Frame | None = None
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Edges from every tensor argument into the module call (made from ``caller``, by
@@ -158,13 +175,13 @@ class ModuleScope(OpRecorder):
                 if type(a) is not _RT or a._tv_tok is not token:
                     break
             else:  # (``_enter`` inlined)
-                cid, mid, ckn, known, leaky = caller.node.id, m.id, caller.known, frame.known, self.leaky
-                add = self.builder.graph.edges.add
+                cid, mid, ckn, known, leaky = caller.node.id, m.id, caller.known, frame.known, self._leaky
+                add = self.graph.edges.add
                 for a in args:
-                    node = a._tv_node if a._tv_ver == version(a) else self.node_of(a)
+                    node = a._tv_node if a._tv_ver == version(a) else self._node_of(a)
                     nid = node.id
                     if (nid < cid or (leaky and node.parent != cid)) and nid not in ckn:
-                        self.read_late(node)  # read by the caller to pass it on
+                        self._read_late(node)  # read by the caller to pass it on (crossings.py)
                     add(nid, mid)
                     known.add(nid)
                 return args, kwargs
@@ -181,24 +198,22 @@ class ModuleScope(OpRecorder):
 
     def _enter(self, t: torch.Tensor, m: ModuleNode, frame: Frame, caller: Frame) -> torch.Tensor:
         """Tensor argument ``t`` enters the call ``m`` (of ``frame``) made from ``caller``."""
-        node = self.node_of(t)
+        node = self._node_of(t)
         nid = node.id
-        cid = caller.node.id
-        if (nid < cid or (self.leaky and node.parent != cid)) and nid not in caller.known:
-            self.read_late(node)  # read by the caller to pass it on
-        self.builder.graph.edges.add(nid, m.id)
+        self.crossings.check(node, caller)  # read by the caller to pass it on
+        self.graph.edges.add(nid, m.id)
         frame.known.add(nid)
         if type(t) not in (_Tensor, nn.Parameter) or t.layout != torch.strided or wrapped(t):
             return t  # ours already, a stale one (tracked as a source), another subclass, a vmap's
-        return self.stands_for(recorded_alias(t, node, self.token), t)
+        return self.originals.stands_for(recorded_alias(t, node, self.token), t)
 
     def leave(self, m: ModuleNode, out: Any, frame: Frame | None = None) -> Any:
         """The call ``m`` returned ``out``: edges to its results, in the caller's scope.
         Tensors held by other objects in ``out`` are results when made inside the call;
         with objects among its arguments (``frame.objects``: it may have filled them, as a
         KV cache), the other tensors made inside it are results when used after it."""
-        if self.unwrapped:  # vmap's results returned: made inside the call (transforms.py)
-            map_tensors(out, lambda t: self.adopt(t, m))
+        if self._unwrapped:  # vmap's results returned: made inside the call (transforms.py)
+            map_tensors(out, lambda t: self.transforms.adopt(t, m))
         results: set[int] = set()
         if type(out) is _RT and (frame is None or not frame.objects):  # the common case
             self.builder.end_call(m)
@@ -212,7 +227,7 @@ class ModuleScope(OpRecorder):
             for o in notes:
                 visit(o, held, False, "", walk)
         if frame is not None and frame.objects:  # it may have stored results in them
-            self.leaky[m.id] = results
+            self.crossings.leak(m.id, results)
         return out
 
     def _returned_sources(self, out: Any, m: ModuleNode) -> None:
@@ -220,46 +235,44 @@ class ModuleScope(OpRecorder):
         having read them (a learned bias or position table returned by ``forward``) get
         their nodes inside ``m``, before it ends: they flow out of it (``_result``) instead
         of being drawn as results the call made from nothing."""
-        names, sources = self.param_names, self.sources
+        b = self.bindings
 
         def see(t: torch.Tensor) -> torch.Tensor:
-            name_role = names.get(id(t))
-            if name_role is not None and id(t) not in sources and type(t) is not _RT:
+            name_role = b.param_name(t)
+            if name_role is not None and type(t) is not _RT and not b.tracked(t):
                 qual, role = name_role
-                node = self.new_tensor(t, qual.replace(".", "_"), role, m, source_name=qual)
-                sources[id(t)] = [t, node, version(t)]
+                b.track(t, b.new_tensor(t, qual.replace(".", "_"), role, m, source_name=qual))
             return t
 
-        if names:
-            map_tensors(out, see)
+        map_tensors(out, see)
 
     def _result(self, t: torch.Tensor, m: ModuleNode, frame: Frame | None, results: set[int]) -> torch.Tensor:
         """Tensor ``t`` is returned by the call ``m`` (of ``frame``)."""
-        token = self.token
-        if (type(t) is _RT and t._tv_tok is token) or id(t) in self.sources:
-            node = t._tv_node if type(t) is _RT and t._tv_tok is token and t._tv_ver == version(t) else self.node_of(t)
+        token, b = self.token, self.bindings
+        if (type(t) is _RT and t._tv_tok is token) or id(t) in self._sources:
+            node = t._tv_node if type(t) is _RT and t._tv_tok is token and t._tv_ver == version(t) else self._node_of(t)
             nid = node.id
-            if frame is not None and (nid < m.id or (self.leaky and node.parent != m.id)) and nid not in frame.known:
-                self.read_late(node, frame)  # read by the call to return it
+            if frame is not None and (nid < m.id or (self._leaky and node.parent != m.id)) and nid not in frame.known:
+                self._read_late(node, frame)  # read by the call to return it (crossings.py)
             if m.id < nid < m.end and node.role not in SOURCE_ROLES:  # produced inside the call
-                self.builder.graph.edges.add(m.id, nid)
+                self.graph.edges.add(m.id, nid)
                 results.add(nid)
                 return t
             # passed through unchanged: an alias node standing for the outer tensor
             parent = self.graph.module(m.parent) if m.parent is not None else m
-            alias = self.new_tensor(t, "_out", "intermediate", parent, copy_of=nid, producer=m.id, named_after=m)
+            alias = b.new_tensor(t, "_out", "intermediate", parent, copy_of=nid, producer=m.id, named_after=m)
             if wrapped(t):  # a tensor of a vmap: the object itself is now the alias (transforms.py)
-                return self.wrapped_result(t, alias)
+                return self.transforms.wrapped_result(t, alias)
             plain = alias_as(t, _Tensor) if type(t) is _RT else t
             if type(plain) is _Tensor and plain.layout == torch.strided:
-                return self.stands_for(recorded_alias(plain, alias, token), t)
+                return self.originals.stands_for(recorded_alias(plain, alias, token), t)
             if type(t) is not _RT:  # one object (a fake or other foreign tensor): now the alias
-                self.sources[id(t)] = [t, alias, version(t)]
+                b.track(t, alias)
             return t
         # a tensor we never saw: made where we could not look (C++ code): the graph says so
         parent = self.graph.module(m.parent) if m.parent is not None else m
         self.graph.warn(unseen_result(m.path, m.cls_name), m.id)
-        return self.bind(t, self.new_result(t, parent, m))
+        return b.bind(t, b.new_result(t, parent, m))
 
     def held_results(self, m: ModuleNode, results: set[int]) -> Callable[[torch.Tensor], None]:
         """For the tensors held by objects that the ended call ``m`` returned or filled:
@@ -267,21 +280,14 @@ class ModuleScope(OpRecorder):
         b = self.builder
 
         def held(t: torch.Tensor) -> None:
-            node = self.known_node(t)
+            node = self.bindings.known_node(t)
             # made inside the call: by the parent, as a version made by an in-place op inside
             # the call (``copy_`` into a slice) gets its node only now, after the call's end
             if node is None or node.role in SOURCE_ROLES or node.id in results or node.parent is None:
                 return
             if node.parent == m.id or m.contains(node.parent):
-                if self.leaky:
-                    self.read_late(node)  # it may have left a leaky call inside this one too
+                self.crossings.held(node)  # it may have left a leaky call inside this one too
                 b.add_edge(m.id, node.id)
                 results.add(node.id)
 
         return held
-
-    def known_node(self, t: torch.Tensor) -> TensorNode | None:
-        """The current node of ``t`` if it was seen in this recording (never a new source)."""
-        if (type(t) is _RT and t._tv_tok is self.token) or id(t) in self.sources:
-            return self.node_of(t)
-        return None

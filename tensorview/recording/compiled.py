@@ -85,7 +85,7 @@ def original_callable(fn: Any) -> Any:
 
 
 class _EagerStance:
-    """``torch.compiler.set_stance("force_eager")`` while any recording runs (refcounted:
+    """``torch.compiler.set_stance("force_eager")`` while any recording runs (held by a set of holders:
     the first recorder sets it, the last puts the caller's stance back).
 
     Dynamo may also be imported by the forward itself, after the stance was due: an eager
@@ -99,19 +99,23 @@ class _EagerStance:
         self._package = package  # the package to watch for (another one in tests)
         self._ready = ready  # loaded when this module is
         self._lock = threading.RLock()  # RLock: the import it watches may start under it
-        self._users = 0
+        #: who holds the stance (a set, not a count: releasing twice, as a clean-up step
+        #: retried after an interrupt does, releases once)
+        self._holders: set[object] = set()
         self._ctx: Any = None
         self._watch: _DynamoImportWatch | None = None
 
-    def acquire(self) -> None:
+    def acquire(self, holder: object) -> None:
+        """``holder`` holds the stance until ``release(holder)`` (idempotent both)."""
         with self._lock:
-            if self._users == 0:
+            if not self._holders:
                 if self._ready in sys.modules:
-                    self._set()
-                else:
+                    if self._ctx is None:
+                        self._set()
+                elif self._watch is None:
                     self._watch = _DynamoImportWatch(self._package, self._loaded)
                     sys.meta_path.insert(0, self._watch)
-            self._users += 1
+            self._holders.add(holder)
 
     def _set(self) -> None:
         import torch.compiler
@@ -125,7 +129,7 @@ class _EagerStance:
         """``torch._dynamo`` was imported while recordings run."""
         with self._lock:
             self._unwatch()
-            if self._users > 0 and self._ctx is None:
+            if self._holders and self._ctx is None:
                 self._set()
 
     def _unwatch(self) -> None:
@@ -139,14 +143,19 @@ class _EagerStance:
         """The stance is ``force_eager`` now (set by ``acquire``)."""
         return self._ctx is not None
 
-    def release(self) -> None:
+    def release(self, holder: object) -> None:
+        """``holder`` is done; the last one puts back the stance found at the first
+        ``acquire``.  The holder leaves the set last, so that a release cut short by an
+        interrupt is finished by the next call."""
         with self._lock:
-            self._users -= 1
-            if self._users == 0:
+            if holder not in self._holders:
+                return
+            if len(self._holders) == 1:
                 self._unwatch()
                 if self._ctx is not None:
-                    ctx, self._ctx = self._ctx, None
-                    ctx.__exit__(None, None, None)  # the stance found at acquire
+                    self._ctx.__exit__(None, None, None)  # the stance found at acquire
+                    self._ctx = None
+            self._holders.discard(holder)
 
 
 class _DynamoImportWatch:
@@ -196,11 +205,12 @@ EAGER_STANCE = _EagerStance()
 
 @contextlib.contextmanager
 def eager_stance() -> Iterator[None]:
-    EAGER_STANCE.acquire()
+    holder = object()
+    EAGER_STANCE.acquire(holder)
     try:
         yield
     finally:
-        EAGER_STANCE.release()
+        EAGER_STANCE.release(holder)
 
 
 def dynamo_disabled(fn: Callable[..., Any]) -> Callable[..., Any]:

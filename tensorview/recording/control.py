@@ -75,22 +75,22 @@ def run_cond(mode: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return branch(*operands)
 
 
-def _cond(session: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    out = run_cond(session._mode, args, kwargs)
-    return session._op(func, args, kwargs) if out is LEFT_TO_TORCH else out
+def _cond(ops: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    out = run_cond(ops.mode, args, kwargs)
+    return ops._op(func, args, kwargs) if out is LEFT_TO_TORCH else out
 
 
-def _iterate(session: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _iterate(ops: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``for row in x``: the rows are recorded, as ``unbind``'s results."""
-    return iter(session._op(torch.Tensor.unbind, (args[0], 0), {}))
+    return iter(ops._op(torch.Tensor.unbind, (args[0], 0), {}))
 
 
-def _data_access(session: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``p.data`` and ``p.data = x``: recorded as writes of ``p`` (opcalls.py)."""
-    return session._data_access(func, args, kwargs)
+def _data_access(ops: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``p.data`` and ``p.data = x``: recorded as writes of ``p`` (ops.py)."""
+    return ops.data_access(func, args, kwargs)
 
 
-#: torch function -> how the session records it: ``(session, func, args, kwargs) -> result``
+#: torch function -> how the session records it: ``(ops, func, args, kwargs) -> result`` (ops.py)
 SPECIAL: dict[Any, Any] = {torch.Tensor.__iter__: _iterate, **dict.fromkeys(DATA_ACCESS, _data_access)}
 if cond_operator() is not None:
     SPECIAL[cond_operator()] = _cond

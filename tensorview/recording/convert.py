@@ -26,7 +26,6 @@ import torch
 from torch import nn
 
 from .dtensors import reshard, sharded_fsdp_groups
-from .optable import version
 from .patch import SharedPatch
 from .tensor import _tls
 
@@ -123,14 +122,15 @@ def convert(session: Any, original: Callable[..., Any], module: nn.Module, fn: A
         result = original(module, convert_one, *args, **kwargs)
         if not made:  # nothing converted (``.to`` the device it is on): nothing to draw
             return result
-        if not session.stack[-1].leaf:  # the method calling ``_apply`` (``router.to``) is a
-            session._resync(sys._getframe(1), None)  # method call of its module (methods.py)
-        scope = session.scope()
+        calls, b = session.calls, session.bindings
+        if not calls.frames()[-1].leaf:  # the method calling ``_apply`` (``router.to``) is a
+            session.methods.resync(sys._getframe(1), None)  # method call of its module (methods.py)
+        scope = calls.scope()
         name = method_name(fn)
         converted: dict[tuple[int, Any], Any] = {}
         for t, out in made:
-            op = session.builder.add_function(name, scope, [session.node_of(t).id])
-            converted[_key(out)] = session.new_result(out, scope, op)
+            op = session.builder.add_function(name, scope, [b.node_of(t).id])
+            converted[_key(out)] = b.new_result(out, scope, op)
         # the modules now hold the converted values (``p.data = out``, ``_buffers[k] = out``,
         # or new Parameter objects): later reads of them read the conversion's result
         for m in tree:
@@ -138,7 +138,7 @@ def convert(session: Any, original: Callable[..., Any], module: nn.Module, fn: A
                 if held is not None:
                     node = converted.get(_key(held))
                     if node is not None:
-                        session.sources[id(held)] = [held, node, version(held)]
+                        b.track(held, node)
     return result
 
 
@@ -153,7 +153,7 @@ def _key(t: torch.Tensor) -> tuple[int, Any]:
 def _make_apply(original: Callable[..., Any]) -> Callable[..., Any]:
     def _apply(self: nn.Module, fn: Any, *args: Any, **kwargs: Any) -> Any:
         session = getattr(_tls, "session", None)
-        if session is None or not session.running or not session.stack or MODULE_APPLY.installed is not _apply:
+        if session is None or not session.running or not session.calls.frames() or MODULE_APPLY.installed is not _apply:
             return original(self, fn, *args, **kwargs)
         return convert(session, original, self, fn, args, kwargs)
 

@@ -65,7 +65,7 @@ class ScopedInterpreter(torch.fx.Interpreter):
         super().__init__(gm)
         self.session = session
         self.open: list[tuple[str, Frame]] = []
-        top = session.stack[-1].node
+        top = session.calls.scope()
         self.prefix = top.path + "." if top.path else ""
 
     def run_node(self, n: torch.fx.Node) -> Any:
@@ -88,13 +88,13 @@ class ScopedInterpreter(torch.fx.Interpreter):
         s = self.session
         name, module_name = _class_names(cls)
         full = self.prefix + path
-        m = s.builder.add_module(full, name, module_name, s.stack[-1].node)
+        m = s.builder.add_module(full, name, module_name, s.calls.scope())
         try:
             module = self.module.get_submodule(path)
         except AttributeError:  # fx kept only the modules its graph calls
             module = self.module
         frame = Frame(module, m, leaf=True)  # (no method calls to look for inside)
-        s.stack.append(frame)
+        s.calls.push(frame)
         self.open.append((path, frame))
         if s.probes is not None:
             s.probes.enter_call(m, module)
@@ -102,13 +102,14 @@ class ScopedInterpreter(torch.fx.Interpreter):
     def _close(self, failed: bool) -> None:
         s = self.session
         _, frame = self.open.pop()
-        if s.stack and s.stack[-1] is frame:
-            s.stack.pop()
+        frames = s.calls.frames()
+        if frames and frames[-1] is frame:
+            s.calls.pop()
         m = frame.node
         s.builder.end_call(m)
         if failed:
             s.builder.fail_call(m)
-        s.leaky[m.id] = set()  # no return value: its results are found when read (crossings.py)
+        s.crossings.leak(m.id, set())  # no return value: its results are found when read (crossings.py)
         if s.probes is not None:
             s.probes.exit_call(m)
 

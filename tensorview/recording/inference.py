@@ -139,9 +139,7 @@ def session_writes(create: bool = True) -> InferenceWrites | None:
     s = current_session()
     if s is None or not s.running:
         return None
-    w: InferenceWrites | None = s.writes
-    if w is None and create:
-        w = s.writes = InferenceWrites()
+    w: InferenceWrites | None = s.ops.inference_writes(create)
     return w
 
 

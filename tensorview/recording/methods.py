@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from ..graph import ModuleNode
-from .crossings import Crossings
+from ..graph import NodeFactory
+from .paths import ModulePaths
+from .probes import Probes
 from .state import Frame
+
+if TYPE_CHECKING:
+    from .calls import Calls
+    from .crossings import Crossings
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _TENSORVIEW = os.path.dirname(_HERE) + os.sep
@@ -58,14 +63,24 @@ def _internal(filename: str) -> bool:
     return filename.startswith(_TENSORVIEW) or (filename.startswith(_TORCH) and not filename.startswith(_TORCH_MODULES))
 
 
-class MethodScope(Crossings):
+class Methods:
+    """Opens and closes the method calls of one recording on its call stack."""
+
     #: file name -> whether its code is torch's or tensorview's own (see ``_internal``)
     _files: dict[str, bool] = {}
 
-    def _enter_args(
-        self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame, caller: Frame | None = None
-    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        raise NotImplementedError  # calls.py
+    def __init__(self, builder: NodeFactory, probes: Probes | None, crossings: Crossings, paths: ModulePaths) -> None:
+        self.builder = builder
+        self.probes = probes
+        self._leak = crossings.leak
+        self._known_path = paths.known
+        self._stack: list[Frame] = []
+        self._calls: Calls | None = None
+
+    def connect(self, calls: Calls) -> None:
+        """The call stack the method calls go on (read here; changed through ``calls``)."""
+        self._calls = calls
+        self._stack = calls.frames()
 
     def sync_methods(self, callee: nn.Module | None = None) -> None:
         """Before an event makes nodes: open and close method calls so that the top of
@@ -73,7 +88,7 @@ class MethodScope(Crossings):
         a ``__call__`` of its own class on the way is part of that call).
         Called from ``_op``, ``_factory`` and ``sub_call``, whose caller's caller is the
         user's code for a torch function called directly or a module call."""
-        top = self.stack[-1]
+        top = self._stack[-1]
         f: Any = sys._getframe(4)  # sync_methods <- _op <- handle <- __torch_function__ <- user
         code = None
         if top.pyframe is None:  # no method call open
@@ -106,10 +121,12 @@ class MethodScope(Crossings):
             if g is not None and g.f_code is code:
                 top.seen = f
                 return
-        self._resync(f, callee)
+        self.resync(f, callee)
 
-    def _resync(self, f: Any, callee: nn.Module | None) -> None:
-        stack = self.stack
+    def resync(self, f: Any, callee: nn.Module | None) -> None:
+        """Open and close method calls for an event whose user frame is ``f``."""
+        stack, calls = self._stack, self._calls
+        assert calls is not None
         i = len(stack) - 1
         while stack[i].pyframe is not None:
             i -= 1
@@ -144,7 +161,7 @@ class MethodScope(Crossings):
         wanted: list[tuple[Any, nn.Module]] = []
         outer = real.node.path
         for g, s in reversed(chain):  # keep registered submodules, each inside the one before
-            path = self.module_names.get(id(s))
+            path = self._known_path(s)
             if path is not None and path != outer and (not outer or path.startswith(outer + ".")):
                 wanted.append((g, s))
                 outer = path
@@ -153,7 +170,7 @@ class MethodScope(Crossings):
         while k < len(opened) and k < len(wanted) and opened[k].pyframe is wanted[k][0]:
             k += 1
         while len(stack) > i + 1 + k:
-            self._close_method(stack.pop(), failed=False)
+            self._close_method(calls.pop(), failed=False)
         for g, s in wanted[k:]:
             self._open_method(g, s)
         stack[-1].seen = f
@@ -161,17 +178,19 @@ class MethodScope(Crossings):
     def _open_method(self, pyframe: Any, module: nn.Module) -> None:
         code = pyframe.f_code
         cls = type(module)
-        m = self.builder.add_module(
-            self.module_names[id(module)], cls.__name__, cls.__module__, self.scope(), method=code.co_name
-        )
+        calls = self._calls
+        assert calls is not None
+        path = self._known_path(module)
+        assert path is not None
+        m = self.builder.add_module(path, cls.__name__, cls.__module__, calls.scope(), method=code.co_name)
         # the method's parameters, as they are now (its first event): they enter the call
         n = code.co_argcount + code.co_kwonlyargcount
         n += bool(code.co_flags & _CO_VARARGS) + bool(code.co_flags & _CO_VARKEYWORDS)
         values = pyframe.f_locals
         params = {k: values[k] for k in code.co_varnames[1:n] if k in values}
         frame = Frame(module, m, pyframe=pyframe)
-        self._enter_args(m, (), params, frame)
-        self.stack.append(frame)
+        calls.enter_args(m, (), params, frame)
+        calls.push(frame)
         if self.probes is not None:
             self.probes.enter_call(m, module)
 
@@ -181,23 +200,14 @@ class MethodScope(Crossings):
         b.end_call(m)
         if failed:
             b.fail_call(m)
-        self.leaky[m.id] = set()  # its return value passes no hook: results are found when read
+        self._leak(m.id, set())  # its return value passes no hook: results are found when read
         if self.probes is not None:
             self.probes.exit_call(m)
 
     def close_methods(self, failed: bool) -> None:
         """End the method calls above the innermost module call (its forward returned or
         raised)."""
-        stack = self.stack
+        stack, calls = self._stack, self._calls
         while stack and stack[-1].pyframe is not None:
-            self._close_method(stack.pop(), failed)
-
-    def pop_frame(self, frame: Frame, failed: bool) -> None:
-        """The module call of ``frame`` ended: it leaves the stack, with any method call
-        still open inside it."""
-        stack = self.stack
-        if stack[-1] is not frame:
-            self.close_methods(failed)
-            if not stack or stack[-1] is not frame:
-                return
-        stack.pop()
+            assert calls is not None
+            self._close_method(calls.pop(), failed)

@@ -1,20 +1,22 @@
 """How a recorded op is run when more than the op itself must happen: probes around it
-(``_run``), meta replay (``_call_meta_cached``), other tensor subclasses among its
-arguments (``_call_foreign``), a meta kernel that refused (``_refused``).  The common case
+(``run``), meta replay (``call_meta_cached``), other tensor subclasses among its
+arguments (``call_foreign``), a meta kernel that refused (``refused``).  The common case
 runs the op directly (ops.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from ..graph import FunctionNode, ModuleNode, TensorNode
-from .inference import storage_id
+from ..graph import FunctionNode, ModuleNode
+from .inference import InferenceWrites
 from .metacache import MISS, flat_args, key_of, replay, template_of
 from .metafills import fill_for
-from .methods import MethodScope
-from .optable import DATA_SET, storage_key, version
+from .optable import version
+from .probes import Probes
+from .state import Failure
 from .tensor import RecorderTensor, alias_as
 from .tree import map_tensors
 
@@ -24,62 +26,78 @@ _RT = RecorderTensor
 _functorch_active = torch._C._are_functorch_transforms_active
 
 
-class OpCalls(MethodScope):
-    def _op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        raise NotImplementedError  # ops.py
+class OpRunner:
+    """Runs recorded ops that need more than a call: owns the meta replay cache and the
+    probes' memos of one recording."""
 
-    def _data_access(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """``p.data`` (``func`` is its getter) or ``p.data = x`` (its setter), recorded as
-        an op ``data``.  The alias ``p.data`` has a version counter of its own, and the
-        setter replaces ``p``'s contents without moving ``p``'s: both are noted as links
-        (``data_links``), so that a write through the alias (``p.data.mul_(m)``: an EMA
-        teacher) or the setter gives ``p`` a new version, and later reads of ``p`` see it."""
-        p = args[0] if args else None
-        setter = func == DATA_SET
-        if setter and self.kept is not None and isinstance(p, _Tensor):
-            self.kept.save(p)  # its contents are replaced: put back after the forward
-        first = len(self.graph.nodes)
-        out = self._op(func, args, kwargs)
-        with _Disable():
-            nodes = self.graph.nodes
-            fn = next((n for n in nodes[first:] if type(n) is FunctionNode), None)
-            if fn is None or not isinstance(p, _Tensor):  # nothing recorded: no recorded tensor
-                return out
-            scope = self.graph.module(fn.parent) if fn.parent is not None else self.scope()
-            alias = out if not setter else args[1] if len(args) > 1 else None
-            if isinstance(alias, _Tensor):
-                key, owner = storage_key(alias, self.writes is not None)
-                self.data_links[key] = (owner, p)
-            if setter:
-                self.rebind(p, self.new_result(p, scope, fn), fn, scope)
+    def __init__(
+        self,
+        probes: Probes | None,
+        meta_replay: bool,
+        running: Callable[[bool], None],
+    ) -> None:
+        self.probes = probes
+        #: (op, argument metadata) -> how to replay its results on meta (see metacache.py)
+        self.meta_cache: dict[Any, Any] | None = {} if meta_replay else None
+        #: (op, argument metadata) -> the probes' memos of the op a replay stands for
+        self.meta_memos: dict[Any, tuple[Any, ...]] = {}
+        self._memos: tuple[Any, ...] = ()
+        self.meta_hits = 0
+        self._failed: Callable[[BaseException, str, FunctionNode | None], None] = _unset
+        self._running = running
+
+    def connect(self, failure: Failure) -> None:
+        """Where an op that failed is noted."""
+        self._failed = failure.failed
+
+    def replaying(self) -> bool:
+        """Meta replay is on (until ``meta_off``)."""
+        return self.meta_cache is not None
+
+    def meta_off(self) -> None:
+        """Replay is for meta only: off for a recording elsewhere."""
+        self.meta_cache = None
+
+    def hits(self) -> int:
+        """How many ops were replayed."""
+        return self.meta_hits
+
+    def around(
+        self,
+        func: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        ins: list[torch.Tensor],
+        foreign: bool,
+        fn: FunctionNode,
+        scope: ModuleNode,
+        writes: InferenceWrites | None,
+        meta: Any,
+    ) -> Any:
+        """Run op ``fn`` with what must happen around it: probes, meta replay (``meta``),
+        inference writes, other tensor subclasses; its result."""
+        if self.probes is not None and self.probes.substituting():  # a probe runs its own function (probes.py)
+            func = self.probes.substitute(func)
+        # (``writes``: inference tensors met, the op's writes are caught by schema)
+        if writes is not None and not writes.on_stack:  # (else caught for the whole root call)
+            writes.catcher.__enter__()
+        try:
+            if foreign:
+                out = self.run(self.call_foreign, func, args, kwargs, fn)
+            else:
+                with _Disable():
+                    if meta is None:
+                        out = self.run(func, args, kwargs, None, fn)
+                    else:
+                        out = meta(func, args, kwargs, ins, fn)
+        except BaseException as e:
+            out = self.refused(e, func, args, kwargs, fn, scope)
+        finally:
+            if writes is not None and not writes.on_stack:
+                writes.catcher.__exit__(None, None, None)
         return out
 
-    def aliased_write(self, t: torch.Tensor) -> tuple[Any, int] | None:
-        """The last write of ``t``'s storage made through another tensor that owns no view
-        of it (``p.detach().mul_(m)``, the values of ``state_dict()``: ``t``'s version
-        counter moved, but ``mutations`` knows the writer's owner, not ``t``'s): (owner,
-        op id), or None.  Looked for only when ``t`` changed and its own owner was not
-        written: a walk over the storages written."""
-        sid = storage_id(t)
-        best: tuple[Any, int] | None = None
-        if sid is not None:
-            for owner, fid in self.mutations.values():
-                if owner is not None and (best is None or fid > best[1]) and storage_id(owner) == sid:
-                    best = (owner, fid)
-        return best
-
-    def rebind(self, t: torch.Tensor, node: TensorNode, fn: FunctionNode, scope: ModuleNode) -> None:
-        """``t`` was written by op ``fn`` through an alias that shares no version counter
-        with it (``data_links``): its node is now ``node`` (the alias's new version), or a
-        node of its own made by ``fn`` where the alias was a view of another shape."""
-        if tuple(t.shape) != node.shape:
-            node = self.new_result(t, scope, fn)
-        if type(t) is _RT and t._tv_tok is self.token:
-            t._tv_node, t._tv_ver = node, version(t)
-        else:
-            self.sources[id(t)] = [t, node, version(t)]
-
-    def _run(self, call: Any, a: Any, b: Any, c: Any, fn: FunctionNode) -> Any:
+    def run(self, call: Any, a: Any, b: Any, c: Any, fn: FunctionNode) -> Any:
         """``call(a, b, c)`` (or ``call(*a, **b)`` when ``c`` is None) between the probes'
         ``enter_op`` and ``exit_op``; the probes' memos are left in ``self._memos``."""
         probes = self.probes
@@ -92,7 +110,7 @@ class OpCalls(MethodScope):
         finally:
             self._memos = probes.exit_op(fn, func)
 
-    def _call_meta_cached(
+    def call_meta_cached(
         self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ins: list[torch.Tensor], fn: FunctionNode
     ) -> Any:
         """Op ``fn`` on meta, replayed when seen before (metacache.py); called with torch
@@ -102,7 +120,7 @@ class OpCalls(MethodScope):
         # (inside a vmap a result is a batched tensor, which a replay would not make)
         key = None if _functorch_active() else key_of(func, args, kwargs)
         if key is None:
-            return self._run(func, args, kwargs, None, fn)
+            return self.run(func, args, kwargs, None, fn)
         template = cache.get(key)
         if template is not None and template is not MISS:
             self.meta_hits += 1
@@ -110,15 +128,15 @@ class OpCalls(MethodScope):
                 self.probes.replay_op(fn, func, self.meta_memos[key])
             return replay(template, ins)
         if template is MISS:
-            return self._run(func, args, kwargs, None, fn)
+            return self.run(func, args, kwargs, None, fn)
         before = [version(t) for t in ins]
-        out = self._run(func, args, kwargs, None, fn)
+        out = self.run(func, args, kwargs, None, fn)
         cache[key] = template_of(out, ins, before, flat=flat_args(args, kwargs))
         if self.probes is not None:
             self.meta_memos[key] = self._memos
         return out
 
-    def _refused(
+    def refused(
         self,
         exc: BaseException,
         func: Any,
@@ -134,13 +152,13 @@ class OpCalls(MethodScope):
         if fill is not None:
             try:
                 with _Disable():  # (probes are told the op is ``func``, as for the op itself)
-                    return self._run(_call_fill, func, fill, (), fn)
+                    return self.run(_call_fill, func, fill, (), fn)
             except BaseException as e:
                 exc = e
-        self.failed(exc, scope.path, fn)
+        self._failed(exc, scope.path, fn)
         raise exc
 
-    def _call_foreign(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call_foreign(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Call with other tensor subclasses present: let their ``__torch_function__`` run,
         with our own tensors handed over as plain aliases (so we are not asked again)."""
         back: dict[int, torch.Tensor] = {}
@@ -158,17 +176,21 @@ class OpCalls(MethodScope):
         # one op here, whatever the subclass runs for it: a DTensor's local tensor may be one
         # of ours, and its kernels Python on meta (decompositions) but C++ on the CPU, so
         # recording inside would give another graph on every device
-        self.running = False
+        self._running(False)
         try:
             out = func(*args2, **kwargs2)
         finally:
-            self.running = True
+            self._running(True)
 
         def ours_again(t: torch.Tensor) -> torch.Tensor:
             r = back.get(id(t))
             return t if r is None else r
 
         return map_tensors(out, ours_again)
+
+
+def _unset(exc: BaseException, path: str, op: FunctionNode | None) -> None:
+    raise exc
 
 
 def _call_fill(func: Any, fill: Any, _: Any) -> Any:

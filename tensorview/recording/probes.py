@@ -131,6 +131,10 @@ class Probes:
             self.substitutes.update(p.substitutes)
         self._runs: dict[Any, Any] = {}  # op -> what runs for it (one copy per op: stable meta-cache keys)
 
+    def substituting(self) -> bool:
+        """Some probe runs its own function in place of an op."""
+        return bool(self.substitutes)
+
     def substitute(self, func: Any) -> Any:
         """The function to run for op ``func`` (:func:`with_substitutes`, once per op)."""
         run = self._runs.get(func)

@@ -112,10 +112,10 @@ class BaseRecorder(Generic[R]):
                 self._apply_token = None
 
         def explain() -> None:
-            if session is not None and isinstance(exc, Exception) and session.failure_exc is exc and not err:
+            if session is not None and isinstance(exc, Exception) and session.failure_exc() is exc and not err:
                 err.append(self._recording_error(session, exc))
             if session is not None:
-                session.failure_exc = None  # do not keep the exception (and its frames) alive
+                session.forget_failure()  # do not keep the exception (and its frames) alive
 
         guard = self._guard
         restore = guard.restore if guard is not None else _nothing
@@ -143,7 +143,7 @@ class BaseRecorder(Generic[R]):
 
     def _recording_error(self, session: Session, exc: Exception) -> RecordingError:
         g = session.graph
-        path, node = session.failure or ("", None)
+        path, node = session.failed_at() or ("", None)
         op = node.name if node is not None else ""
         where = f"module {path!r}" if path else "the root module"
         cls = next((m.cls_name for m in g.modules() if m.path == path and m.failed), "")

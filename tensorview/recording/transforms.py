@@ -24,14 +24,17 @@ is active (``_are_functorch_transforms_active``).
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..graph import ModuleNode, TensorNode
-from .opcalls import OpCalls
+from ..graph import ModuleNode, NodeFactory, TensorNode
 from .optable import version
 from .tensor import RecorderTensor
+
+if TYPE_CHECKING:
+    from .bindings import Bindings
+    from .calls import Calls
 
 _F: Any = torch._C._functorch
 #: whether a functorch transform (vmap, grad...) is running in this thread (a cheap test)
@@ -57,9 +60,36 @@ def _forget(noted: dict[int, Any], key: int) -> Any:
     return gone
 
 
-class FuncTransforms(OpCalls):
-    def node_of(self, t: torch.Tensor) -> TensorNode:
-        raise NotImplementedError  # ops.py
+class Transforms:
+    """The tensors functorch transforms wrapped and may hand out, in one recording."""
+
+    def __init__(self, builder: NodeFactory, bindings: Bindings, token: object) -> None:
+        self.builder = builder
+        self.bindings = bindings
+        self.token = token
+        #: tensors a vmap may hand out: id -> (weak reference to it, node of the result
+        #: inside it stands for, the op that hands it out, weak reference to that result)
+        self.unwrapped: dict[int, tuple[Any, TensorNode, str, Any]] = {}
+        self._calls: Calls | None = None
+
+    def connect(self, calls: Calls) -> None:
+        """The call stack (the scope a vmap's node is made in)."""
+        self._calls = calls
+
+    def _scope(self) -> ModuleNode:
+        assert self._calls is not None
+        return self._calls.scope()
+
+    def table(self) -> dict[int, Any]:
+        """What a vmap may still hand out (read, never written, by calls.py's hot path)."""
+        return self.unwrapped
+
+    def pending(self) -> int:
+        """How many tensors a vmap may still hand out (none: nothing to look for)."""
+        return len(self.unwrapped)
+
+    def clear(self) -> None:
+        self.unwrapped.clear()
 
     def seen_by_transform(self, t: torch.Tensor) -> bool:
         """``t``, not known otherwise, has a node through a transform: it wraps a recorded
@@ -72,7 +102,7 @@ class FuncTransforms(OpCalls):
     def adopt(self, t: torch.Tensor, scope: ModuleNode) -> torch.Tensor:
         """``t`` is returned by the call ``scope``, which is ending: if it is a vmap's
         result not read yet, its ``vmap`` node is made now, inside the call."""
-        if type(t) is not _RT and id(t) not in self.sources:
+        if type(t) is not _RT and not self.bindings.tracked(t):
             self._handed_out(t, scope)
         return t
 
@@ -81,7 +111,7 @@ class FuncTransforms(OpCalls):
         the tensor it wraps, or a ``vmap`` result (see the module docstring); None if
         neither (a constant)."""
         if self.unwrapped:
-            node = self._handed_out(t, self.scope())
+            node = self._handed_out(t, self._scope())
             if node is not None:
                 return node
         if not wrapped(t):
@@ -91,14 +121,16 @@ class FuncTransforms(OpCalls):
             if not _F.is_functorch_wrapped_tensor(inner):
                 return None
             inner = _F.get_unwrapped(inner)
-            if (type(inner) is _RT and inner._tv_tok is self.token) or id(inner) in self.sources:
+            if self.bindings.tracked(inner):
                 break
-            if id(inner) in self.param_names or (self.unwrapped and self._handed_out(inner, self.scope()) is not None):
+            if self.bindings.param_name(inner) is not None or (
+                self.unwrapped and self._handed_out(inner, self._scope()) is not None
+            ):
                 break
         else:
             return None
-        found = self.node_of(inner)
-        self.sources[id(t)] = [t, found, version(t)]
+        found = self.bindings.node_of(inner)
+        self.bindings.track(t, found)
         return found
 
     def wrapped_result(self, t: torch.Tensor, node: TensorNode) -> torch.Tensor:
@@ -140,9 +172,9 @@ class FuncTransforms(OpCalls):
                 return None
         del self.unwrapped[key]
         outer = hit[3]()  # the result inside, if alive: its current version
-        inside = self.node_of(outer) if outer is not None and type(outer) is _RT else hit[1]
+        inside = self.bindings.node_of(outer) if outer is not None and type(outer) is _RT else hit[1]
         fn = self.builder.add_function(hit[2], scope, [inside.id])
-        node = self.new_result(t, scope, fn)
-        self.sources[id(t)] = [t, node, version(t)]
+        node = self.bindings.new_result(t, scope, fn)
+        self.bindings.track(t, node)
         self.note_wrapped(t, node)  # nested transforms: itself wrapped at an outer level
         return node
