@@ -27,22 +27,24 @@ from ..cost.memory import storage_nbytes
 from ..graph import BACKWARD_LAYER, FunctionNode, Graph, ModuleNode, NodeFactory, TensorNode, unhandled
 from .probe import BackwardProbe
 from .run import BACKWARD_US, run_backward
-from .walk import SAVED_BYTES, _post_order, saved_attrs
+from .walk import SAVED_BYTES, _post_order, saved_attrs, wrapped_number
 from .walk import _next as _next_of
 
 BACKWARD = BACKWARD_LAYER
 
 
 def _saved_bytes(fn: Any) -> int:
-    """Storage bytes of what ``fn`` saved (its ``_saved_*`` attributes, named once per class)."""
+    """Storage bytes of what ``fn`` saved, as ``saved_tensors_hooks`` sees them: its
+    ``_saved_*`` attributes (named once per class) and a custom ``autograd.Function``'s
+    ``ctx.save_for_backward`` tensors, but not Python numbers saved as tensors."""
     total = 0
-    for attr in saved_attrs(fn):
+    for attr in (*saved_attrs(fn), *(("saved_tensors",) if hasattr(type(fn), "saved_tensors") else ())):
         try:
             val = getattr(fn, attr)
         except RuntimeError:
             continue
         for t in val if isinstance(val, tuple) else (val,):
-            if isinstance(t, torch.Tensor):
+            if isinstance(t, torch.Tensor) and not wrapped_number(t):
                 total += storage_nbytes(t)
     return total
 

@@ -41,10 +41,15 @@ from .values import VALUE_QUERIES, answer, follow, value_of
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
 _RT = RecorderTensor
+_seq = torch._C._autograd._get_sequence_nr
+_grad_on = torch.is_grad_enabled
 _STRIDED = torch.strided
 
 
 class OpRecorder(FuncTransforms):
+    #: autograd's node counter when the op being recorded started (tensor.py: ``made_by_op``)
+    _seq0 = 0
+
     def handle(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Every torch function call of the forward comes here (mode and subclass hook)."""
         if threading.get_ident() != self.thread or not self.running:
@@ -65,6 +70,7 @@ class OpRecorder(FuncTransforms):
             with _Disable():
                 out = self._factory(func, args, kwargs)  # (on meta, small ones get values: values.py)
                 return follow(func, args, kwargs, out) if self.values else out
+        self._seq0 = _seq()
         if self.values:  # values known on meta: follow them through the op (values.py)
             return follow(func, args, kwargs, self._op(func, args, kwargs))
         return self._op(func, args, kwargs)
@@ -245,7 +251,8 @@ class OpRecorder(FuncTransforms):
         token = self.token
         if type(out) is _Tensor and out.layout is _STRIDED and unchanged_by(ins, out, token, sources) and not active():
             # the common case: one fresh result, no argument written
-            return recorded_alias(out, self.new_result(out, scope, fn), token)
+            since = self._seq0 if _grad_on() else None  # (with grad: the result itself if the op made it)
+            return recorded_alias(out, self.new_result(out, scope, fn), token, since)
         fid = fn.id
         # in-place: an argument whose version counter moved was mutated by this op
         mutated: dict[int, TensorNode] = {}
@@ -288,4 +295,6 @@ class OpRecorder(FuncTransforms):
                 if type(o) in PLAIN_TYPES and o.layout == torch.strided:
                     o = alias_as(o, _Tensor)
                 return self.stands_for(self.bind(o, node), t)
+        if _grad_on() and type(o) is _Tensor and o.layout == torch.strided and not wrapped(o):
+            return recorded_alias(o, node, self.token, self._seq0)
         return self.bind(o, node)
