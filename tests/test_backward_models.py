@@ -306,3 +306,50 @@ def test_in_place_ops_have_their_own_autograd_nodes(device: str) -> None:
     saved = g.graph.annotations.layer("saved_bytes")
     (relu,) = [f for f in g.graph.functions() if f.op == "ReluBackward0"]
     assert saved[relu.id] == 2 * 3 * 4 * 4 * 4  # its result, as in a plain run
+
+
+CALLS: list[str] = []  # (draw_graph records a copy of the model: its attributes are the copy's)
+
+
+class CountedBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        CALLS.append("inner")
+        return self.lin(x).tanh()
+
+
+class CheckpointedCounted(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner, self.out = CountedBlock(), nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.utils.checkpoint.checkpoint(self.inner, x, use_reentrant=False).sigmoid())
+
+
+def test_checkpointed_nodes_save_nothing_and_are_not_recomputed() -> None:
+    """What a checkpointed op's node "saved" is recomputed when read (the checkpoint's
+    unpack hook runs the block again): the join reads none of it, and counts nothing, as
+    ``saved_tensors_hooks`` around a plain run sees nothing packed for them."""
+    model = CheckpointedCounted()
+    x = torch.randn(3, 4)
+    packed: list[int] = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: packed.append(storage_nbytes(t)) or t, lambda t: t):
+        model(x)
+    CALLS.clear()
+    g = tv.draw_graph(model, input_data=x, backward=True)
+    assert CALLS == ["inner"]  # recorded once, never recomputed
+    saved = g.graph.annotations.layer("saved_bytes")
+    marks = g.graph.annotations.layer("backward")
+    nodes = {f.id: f for f in g.graph.functions() if marks.get(f.id) == "node"}
+    # the checkpoint keeps its input x in a node of its own (``_NoopSaveInputs``) that the
+    # output does not reach: packed, but in no node drawn (nor in torchviz's picture)
+    assert sum(v for k, v in saved.items() if k in nodes) == sum(packed) - storage_nbytes(x) > 0
+    assert sorted((f.op, f.path) for f in nodes.values() if saved.get(f.id)) == [
+        ("AddmmBackward0", "out"),
+        ("SigmoidBackward0", ""),
+    ]
+    assert {(f.op, f.path) for f in nodes.values()} >= {("TanhBackward0", "inner"), ("AddmmBackward0", "inner.lin")}

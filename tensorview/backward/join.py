@@ -77,11 +77,13 @@ class _Plan:
         output_tensors = g.output_tensors
         for i, fn in enumerate(fns):
             var = getattr(fn, "variable", None)
+            recomputed = False
             if isinstance(var, torch.Tensor):
                 owner = first_param.get(id(var))
             else:
                 seq = fn._sequence_nr()
                 owner = probe.op_owner(seq)
+                recomputed = owner in probe.recomputed
                 if owner is None and type(fn).__name__ == "AliasBackward0":
                     nxt = _next_of(fn)
                     self.skip[i] = index[nxt[0]] if nxt else None
@@ -93,7 +95,10 @@ class _Plan:
                     owner = max(outs) if outs else owner
             self.after.setdefault(owner if owner is not None else -1, []).append(i)
             param = first_param.get(id(var)) if var is not None else None
-            self.info[i] = (type(fn).__name__, param, _saved_bytes(fn), _gradients(fn, index, metas))
+            # a checkpointed op's node keeps nothing: reading what it "saved" would recompute the
+            # checkpointed forward (torch.utils.checkpoint's unpack hook) and run user code again
+            nbytes = 0 if recomputed else _saved_bytes(fn)
+            self.info[i] = (type(fn).__name__, param, nbytes, _gradients(fn, index, metas))
         #: per output: (index of its autograd node or None, shape)
         self.outputs = [(index.get(t.grad_fn), tuple(t.shape)) for t in outputs]
 
