@@ -353,3 +353,14 @@ def test_checkpointed_nodes_save_nothing_and_are_not_recomputed() -> None:
         ("SigmoidBackward0", ""),
     ]
     assert {(f.op, f.path) for f in nodes.values()} >= {("TanhBackward0", "inner"), ("AddmmBackward0", "inner.lin")}
+
+
+def test_autograd_graph_of_a_checkpointed_output_runs_nothing() -> None:
+    model = CheckpointedCounted()
+    out = model(torch.randn(3, 4))
+    CALLS.clear()
+    g = tv.autograd_graph(out, dict(model.named_parameters()))
+    assert CALLS == []  # no saved tensor read: the checkpoint's unpack hook would run the block
+    assert {"TanhBackward0", "SigmoidBackward0"} <= {f.op for f in g.graph.functions()}
+    tv.autograd_graph(out, dict(model.named_parameters()), show_saved=True)
+    assert CALLS  # asked for: read (torch recomputes the block to show them), as torchviz does

@@ -121,12 +121,14 @@ def wrapped_number(t: torch.Tensor) -> bool:
     return torch.result_type(torch.zeros((), dtype=narrower), t) == narrower
 
 
-def _saved(fn: Any, show_saved: bool) -> tuple[list[tuple[str, torch.Tensor]], dict[str, Any]]:
+def _saved(fn: Any, show_saved: bool, show_attrs: bool) -> tuple[list[tuple[str, torch.Tensor]], dict[str, Any]]:
     """``([(name, tensor)], {attr: value})``: what ``fn`` saved (tensors only with
-    ``show_saved``, a custom Function's ``saved_tensors`` always)."""
+    ``show_saved``, a custom Function's ``saved_tensors`` always).  The ``_saved_*``
+    attributes are read only when asked for, as torchviz does: reading a saved tensor
+    runs its unpack hook, which recomputes a checkpointed block."""
     tensors: list[tuple[str, torch.Tensor]] = []
     attrs: dict[str, Any] = {}
-    for attr in saved_attrs(fn):
+    for attr in saved_attrs(fn) if show_saved or show_attrs else ():
         try:
             val = getattr(fn, attr)
         except RuntimeError:  # freed by a backward already run
@@ -197,7 +199,7 @@ class _Walk:
         var = getattr(fn, "variable", None)
         if isinstance(var, torch.Tensor):
             inputs.append(self.leaf(var).id)
-        saved, attrs = _saved(fn, self.show_saved)
+        saved, attrs = _saved(fn, self.show_saved, self.show_attrs)
         for name, t in saved:
             shape, dtype, device = _meta(t)
             s = self.f.add_tensor(name, self.root, shape, dtype, device, "constant", source_name=name)
