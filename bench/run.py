@@ -36,6 +36,8 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from backward import measure as measure_backward  # noqa: E402
+from backward import targets as backward_targets  # noqa: E402
 from floor import as_recorded, minimal_recording  # noqa: E402
 from models import CASES, Case, deep_mlp  # noqa: E402
 from pictures import measure as measure_pictures  # noqa: E402
@@ -631,6 +633,8 @@ def main() -> int:
     results = targets(rows, lin, mem, rep, probe)
     if not opts.only or opts.only in "llama3-70b pictures":
         results += picture_targets(measure_pictures())  # issue 11: readable pictures of the 70B
+    if not opts.only or opts.only in "llama3-70b backward":
+        results += backward_targets(measure_backward())  # issue 25: the joint graph of the 70B on meta
     if not opts.only or opts.only in "startup":
         results += startup_targets(measure_startup())  # issue 22: --help and import times (bench/startup.py)
     if not opts.no_viewer:

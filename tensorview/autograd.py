@@ -17,8 +17,8 @@ from .drawing import ComputationGraph
 def joined(graph: ComputationGraph, probe: Any, returned: list[Any], run: bool) -> ComputationGraph:
     """The joint graph of a recording made with ``probe`` (backward/join.py)."""
     outs = [t for t in tree_leaves(returned) if isinstance(t, torch.Tensor)]
-    joint, alone = join_backward(graph.graph, probe, outs, run=run)
-    return ComputationGraph(joint, graph.options, graph.render_options, backward=(joint, alone))
+    pair = join_backward(graph.graph, probe, outs, run=run)
+    return ComputationGraph(pair[False], graph.options, graph.render_options, backward=pair)
 
 
 def autograd_graph(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import graphviz
 
@@ -37,6 +37,13 @@ if TYPE_CHECKING:  # the cost model is imported where a recording has costs (doc
     from .cost.record import CostRecord
     from .cost.summary import Summary
 
+
+class BackwardPair(Protocol):
+    """``pair[False]``: the joint graph; ``pair[True]``: the backward alone (backward/join.py)."""
+
+    def __getitem__(self, backward_only: bool, /) -> Graph: ...
+
+
 #: how many module calls ``repr`` lists before summarising the rest
 REPR_MODULES = 40
 #: every option name ``view(...)`` and ``draw_graph`` accept
@@ -58,10 +65,10 @@ class ComputationGraph(TorchviewAPI):
         styler: GraphvizStyler | None = None,
         cost: CostRecord | None = None,
         extras: TorchviewExtras | None = None,
-        backward: tuple[Graph, Graph] | None = None,
+        backward: BackwardPair | None = None,
     ) -> None:
         self.graph = graph
-        #: ``draw_graph(backward=True)``: (the joint graph, the backward pass alone)
+        #: ``draw_graph(backward=True)``: the joint graph and the backward pass alone
         self.backward = backward
         self.extras = extras if extras is not None else TorchviewExtras()
         #: what the cost probe measured while recording (``draw_graph(stats=...)``,

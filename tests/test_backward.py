@@ -458,3 +458,27 @@ def test_recorder_with_backward_joins_what_the_call_returned() -> None:
         model(torch.randn(2, 3))
     with pytest.raises(tv.InvalidInputError, match=r"tv.Recorder\(model, backward=True\)"):
         plain.with_backward(out)
+
+
+def test_the_joint_graph_keeps_no_autograd_node_alive_and_draws_the_backward_alone_when_asked() -> None:
+    """The graph keeps integers and strings only: what the forward saved for backward is
+    freed with the output, and the backward pass alone is made on first use."""
+    import gc
+    import weakref
+
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    x = torch.randn(2, 3)
+    with tv.Recorder(model, backward=True) as rec:
+        out = model(x)
+    joint = rec.with_backward(out)
+    pair = joint.backward
+    assert pair is not None and list(pair._made) == [False]  # type: ignore[attr-defined]
+    saved = weakref.ref(x)  # saved by the first AddmmBackward0
+    del out, x
+    gc.collect()
+    assert saved() is None  # nothing in the recording held the autograd graph
+    alone = joint.backward_view(backward_only=True)
+    assert backward_ops(alone) == Counter(
+        {"AddmmBackward0": 2, "TBackward0": 2, "TanhBackward0": 1, "AccumulateGrad": 4}
+    )
+    assert joint.backward_view(backward_only=True).graph is alone.graph  # made once

@@ -17,6 +17,7 @@ node's id comes right after its forward op, not when the backward would run.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,101 +27,159 @@ from ..cost.memory import storage_nbytes
 from ..graph import BACKWARD_LAYER, FunctionNode, Graph, ModuleNode, NodeFactory, TensorNode, unhandled
 from .probe import BackwardProbe
 from .run import BACKWARD_US, run_backward
-from .walk import SAVED_BYTES, _post_order, saved_attrs
+from .walk import SAVED_BYTES, _post_order, saved_attrs, wrapped_number
 from .walk import _next as _next_of
 
 BACKWARD = BACKWARD_LAYER
 
 
 def _saved_bytes(fn: Any) -> int:
-    """Storage bytes of what ``fn`` saved (its ``_saved_*`` attributes, named once per class)."""
+    """Storage bytes of what ``fn`` saved, as ``saved_tensors_hooks`` sees them: its
+    ``_saved_*`` attributes (named once per class) and a custom ``autograd.Function``'s
+    ``ctx.save_for_backward`` tensors, but not Python numbers saved as tensors."""
     total = 0
-    for attr in saved_attrs(fn):
+    for attr in (*saved_attrs(fn), *(("saved_tensors",) if hasattr(type(fn), "saved_tensors") else ())):
         try:
             val = getattr(fn, attr)
         except RuntimeError:
             continue
         for t in val if isinstance(val, tuple) else (val,):
-            if isinstance(t, torch.Tensor):
+            if isinstance(t, torch.Tensor) and not wrapped_number(t):
                 total += storage_nbytes(t)
     return total
 
 
+#: ``(reader, shape, dtype, device)`` of one gradient an autograd node writes (reader: the
+#: index of the autograd node that reads it)
+Grad = tuple[int, tuple[int | str, ...], str, str]
+
+
 class _Plan:
-    """Where each autograd node goes, computed once for both graphs."""
+    """Where each autograd node goes, computed once for both graphs, in integers and
+    strings only: autograd nodes are numbered in post order and no torch object is kept,
+    so the plan (kept to draw the backward pass alone when asked) keeps nothing alive."""
 
     def __init__(self, g: Graph, probe: BackwardProbe, outputs: Sequence[torch.Tensor]) -> None:
-        self.outputs = [t for t in outputs if isinstance(t, torch.Tensor)]
-        self.times: dict[Any, float] = {}
-        fns = _post_order([t.grad_fn for t in self.outputs if t.grad_fn is not None])
-        self.first_param: dict[int, int] = {}  # id(parameter) -> id of its first node
+        fns = _post_order([t.grad_fn for t in outputs if t.grad_fn is not None])
+        index = {fn: i for i, fn in enumerate(fns)}
+        self.fns = fns  # dropped by join_backward once used
+        self.times: dict[int, float] = {}
+        first_param: dict[int, int] = {}  # id(parameter) -> id of its first node
         by_name = {n: i for i, n in probe.param_names.items()}
         for n in g.nodes:
             if isinstance(n, TensorNode) and n.is_param and n.source_name in by_name:
-                self.first_param.setdefault(by_name[n.source_name], n.id)
-        self.after: dict[int, list[Any]] = {}  # old node id -> autograd nodes placed after it
-        self.skip: dict[Any, Any] = {}  # the recorder's own aliases at call boundaries -> what they read
-        #: autograd node -> (class name, id of its parameter's node, saved bytes, gradients)
-        self.info: dict[Any, tuple[str, int | None, int, list[tuple[Any, tuple[int | str, ...], str, str]]]] = {}
-        for fn in fns:
+                first_param.setdefault(by_name[n.source_name], n.id)
+        self.after: dict[int, list[int]] = {}  # old node id -> autograd nodes placed after it
+        self.skip: dict[int, int | None] = {}  # the recorder's own aliases at call boundaries -> what they read
+        #: per autograd node: (class name, id of its parameter's node, saved bytes, gradients)
+        self.info: dict[int, tuple[str, int | None, int, list[Grad]]] = {}
+        metas: dict[Any, list[Any]] = {}  # autograd node -> its _input_metadata, read once
+        output_tensors = g.output_tensors
+        for i, fn in enumerate(fns):
             var = getattr(fn, "variable", None)
+            recomputed = False
             if isinstance(var, torch.Tensor):
-                owner = self.first_param.get(id(var))
+                owner = first_param.get(id(var))
             else:
                 seq = fn._sequence_nr()
                 owner = probe.op_owner(seq)
+                recomputed = owner in probe.recomputed
                 if owner is None and type(fn).__name__ == "AliasBackward0":
-                    self.skip[fn] = next(iter(_next_of(fn)), None)
+                    nxt = _next_of(fn)
+                    self.skip[i] = index[nxt[0]] if nxt else None
                     continue
                 if owner is None:
                     owner = probe.owner(seq)
                 else:
-                    outs = g.output_tensors(owner)
+                    outs = output_tensors(owner)
                     owner = max(outs) if outs else owner
-            self.after.setdefault(owner if owner is not None else -1, []).append(fn)
-            param = self.first_param.get(id(var)) if var is not None else None
-            self.info[fn] = (type(fn).__name__, param, _saved_bytes(fn), _gradients(fn))
+            self.after.setdefault(owner if owner is not None else -1, []).append(i)
+            param = first_param.get(id(var)) if var is not None else None
+            # a checkpointed op's node keeps nothing: reading what it "saved" would recompute the
+            # checkpointed forward (torch.utils.checkpoint's unpack hook) and run user code again
+            nbytes = 0 if recomputed else _saved_bytes(fn)
+            self.info[i] = (type(fn).__name__, param, nbytes, _gradients(fn, index, metas))
+        #: per output: (index of its autograd node or None, shape)
+        self.outputs = [(index.get(t.grad_fn), tuple(t.shape)) for t in outputs]
 
 
-def _gradients(fn: Any) -> list[tuple[Any, tuple[int | str, ...], str, str]]:
-    """``(reader, shape, dtype, device)`` of each gradient ``fn`` writes: one per input it
-    differentiates, shaped as autograd keeps it for the reader (``_input_metadata``)."""
+def _gradients(fn: Any, index: dict[Any, int], metas: dict[Any, list[Any]]) -> list[Grad]:
+    """The gradients ``fn`` writes: one per input it differentiates, shaped as autograd
+    keeps it for the reader (``_input_metadata``, read once per reader into ``metas``)."""
     out = []
     for u, k in getattr(fn, "next_functions", ()):
         if u is None:
             continue
-        meta = u._input_metadata
-        if k < len(meta):
-            m = meta[k]
-            shape = tuple(d if isinstance(d, int) else str(d) for d in m.shape)
-            out.append((u, shape, str(m.dtype).removeprefix("torch."), str(m.device)))
-        else:
-            out.append((u, (), "float32", "cpu"))
+        meta = metas.get(u)
+        if meta is None:
+            meta = metas[u] = [
+                (
+                    tuple(d if isinstance(d, int) else str(d) for d in m.shape),
+                    str(m.dtype).removeprefix("torch."),
+                    str(m.device),
+                )
+                for m in u._input_metadata
+            ]
+        out.append((index[u], *meta[k]) if k < len(meta) else (index[u], (), "float32", "cpu"))
     return out
+
+
+class BackwardGraphs:
+    """The joint graph (made at once) and the backward pass alone (made when first asked
+    for: ``graph.backward_view(backward_only=True)``); ``pair[False]``, ``pair[True]``."""
+
+    def __init__(self, g: Graph, plan: _Plan) -> None:
+        self._g, self._plan = g, plan
+        self._made: dict[bool, Graph] = {}
+
+    def __getitem__(self, backward_only: bool) -> Graph:
+        key = bool(backward_only)
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = _quiet(_emit, self._g, self._plan, not key)
+        return made
+
+
+def _quiet(f: Any, *args: Any) -> Any:
+    """``f(*args)`` with the cyclic GC paused: only acyclic plain data is made (as in
+    transform/build.py), and its repeated scans of a big heap cost a third of the time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return f(*args)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def join_backward(
     g: Graph, probe: BackwardProbe, outputs: Sequence[torch.Tensor], *, run: bool = False
-) -> tuple[Graph, Graph]:
+) -> BackwardGraphs:
     """The joint graph of ``g`` (recorded with ``probe`` and grad enabled) and the
-    autograd graph of ``outputs``, and the backward pass alone (module docstring); ``run``:
-    run the backward once, timing each node (run.py: the ``backward_us`` layer)."""
-    plan = _Plan(g, probe, outputs)
+    autograd graph of ``outputs``, and the backward pass alone (module docstring), as
+    ``BackwardGraphs``; ``run``: run the backward once, timing each node (run.py: the
+    ``backward_us`` layer)."""
+    outputs = [t for t in outputs if isinstance(t, torch.Tensor)]
+    plan = _quiet(_Plan, g, probe, outputs)
     if run:
-        plan.times = run_backward(plan.outputs, list(plan.info))
-    return _emit(g, plan, True), _emit(g, plan, False)
+        index = {fn: i for i, fn in enumerate(plan.fns)}
+        plan.times = {index[fn]: us for fn, us in run_backward(outputs, [plan.fns[i] for i in plan.info]).items()}
+    plan.fns = []
+    pair = BackwardGraphs(g, plan)
+    pair[False]  # noqa: B018 (the joint graph, drawn by default, is made now)
+    return pair
 
 
 def _emit(g: Graph, plan: _Plan, forward: bool) -> Graph:
     after = {k: list(v) for k, v in plan.after.items()}
-    skip, outputs = plan.skip, plan.outputs
+    skip = plan.skip
     f = NodeFactory()
     new: dict[int, int] = {}  # old id -> new id
     stack: list[tuple[ModuleNode, ModuleNode]] = []  # (old call, new call)
-    placed: dict[Any, int] = {}
+    placed: dict[int, int] = {}  # autograd node -> its node
     marks: dict[int, str] = {}
     saved: dict[int, int] = {}
-    grads: list[tuple[int, Any]] = []  # (gradient tensor id, autograd node reading it)
+    grads: list[tuple[int, int]] = []  # (gradient tensor id, autograd node reading it)
 
     def close_until(node_id: int) -> None:
         while stack and not stack[-1][0].contains(node_id):
@@ -128,7 +187,7 @@ def _emit(g: Graph, plan: _Plan, forward: bool) -> Graph:
             f.end_call(m)
             m.failed, m.opaque = old.failed, old.opaque
 
-    def place(fns_here: list[Any], parent: ModuleNode) -> None:
+    def place(fns_here: list[int], parent: ModuleNode) -> None:
         for fn in fns_here:
             name, param, nbytes, outs = plan.info[fn]
             node = f.add_function(name, parent, [new[param]] if param in new else [])
@@ -178,10 +237,10 @@ def _emit(g: Graph, plan: _Plan, forward: bool) -> Graph:
         if s in new and d in new:
             ng.edges.add(new[s], new[d])
 
-    def target(u: Any) -> int | None:
-        while u in skip:
+    def target(u: int | None) -> int | None:
+        while u is not None and u in skip:
             u = skip[u]
-        return placed.get(u)
+        return placed.get(u) if u is not None else None
 
     for tid, u in grads:
         if (dst := target(u)) is not None:
@@ -192,9 +251,9 @@ def _emit(g: Graph, plan: _Plan, forward: bool) -> Graph:
         for o in g.outputs:
             f.mark_output(ng.tensor(new[o]))
         # the backward pass starts at the outputs: each output into its autograd node
-        for out in outputs:
-            dst = target(out.grad_fn) if out.grad_fn is not None else None
-            mine = [new[o] for o in g.outputs if ng.tensor(new[o]).shape == tuple(out.shape)]
+        for fn_index, shape in plan.outputs:
+            dst = target(fn_index)
+            mine = [new[o] for o in g.outputs if ng.tensor(new[o]).shape == shape]
             if dst is not None and mine:
                 ng.edges.add(mine[0], dst)
     f.close()

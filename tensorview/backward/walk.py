@@ -106,12 +106,29 @@ def saved_attrs(fn: Any) -> tuple[str, ...]:
     return names
 
 
-def _saved(fn: Any, show_saved: bool) -> tuple[list[tuple[str, torch.Tensor]], dict[str, Any]]:
+#: per dtype Python numbers are wrapped as, a narrower dtype of the same kind
+_NARROWER = {torch.float64: torch.float16, torch.int64: torch.int8, torch.complex128: torch.complex64}
+
+
+def wrapped_number(t: torch.Tensor) -> bool:
+    """Whether ``t`` is a Python number that autograd saved as a tensor (``x * 0.5``
+    saves ``0.5``): stored without ``saved_tensors_hooks``, so not counted in saved bytes.
+    Type promotion tells it from a real zero-dimensional tensor: a wrapped number never
+    widens a zero-dimensional tensor of its kind, a real one does."""
+    narrower = _NARROWER.get(t.dtype)
+    if narrower is None or t.dim() or t.device.type != "cpu":
+        return False
+    return torch.result_type(torch.zeros((), dtype=narrower), t) == narrower
+
+
+def _saved(fn: Any, show_saved: bool, show_attrs: bool) -> tuple[list[tuple[str, torch.Tensor]], dict[str, Any]]:
     """``([(name, tensor)], {attr: value})``: what ``fn`` saved (tensors only with
-    ``show_saved``, a custom Function's ``saved_tensors`` always)."""
+    ``show_saved``, a custom Function's ``saved_tensors`` always).  The ``_saved_*``
+    attributes are read only when asked for, as torchviz does: reading a saved tensor
+    runs its unpack hook, which recomputes a checkpointed block."""
     tensors: list[tuple[str, torch.Tensor]] = []
     attrs: dict[str, Any] = {}
-    for attr in saved_attrs(fn):
+    for attr in saved_attrs(fn) if show_saved or show_attrs else ():
         try:
             val = getattr(fn, attr)
         except RuntimeError:  # freed by a backward already run
@@ -182,11 +199,12 @@ class _Walk:
         var = getattr(fn, "variable", None)
         if isinstance(var, torch.Tensor):
             inputs.append(self.leaf(var).id)
-        saved, attrs = _saved(fn, self.show_saved)
+        saved, attrs = _saved(fn, self.show_saved, self.show_attrs)
         for name, t in saved:
             shape, dtype, device = _meta(t)
             s = self.f.add_tensor(name, self.root, shape, dtype, device, "constant", source_name=name)
-            self.saved_bytes[s.id] = storage_nbytes(t)
+            if not wrapped_number(t):
+                self.saved_bytes[s.id] = storage_nbytes(t)
             inputs.append(s.id)
         inputs.extend(self.grad_tensor(u, k) for u, k in getattr(fn, "next_functions", ()) if u is not None)
         node = self.f.add_function(type(fn).__name__, self.root, inputs)

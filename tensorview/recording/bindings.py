@@ -155,8 +155,9 @@ class Bindings:
         )
 
     # -- tensors and their nodes ----------------------------------------------------------------
-    def bind(self, t: torch.Tensor, node: TensorNode) -> torch.Tensor:
-        """Return a RecorderTensor for ``t`` bound to ``node`` (``t`` itself if possible)."""
+    def bind(self, t: torch.Tensor, node: TensorNode, since: int | None = None) -> torch.Tensor:
+        """Return a RecorderTensor for ``t`` bound to ``node`` (``t`` itself if possible:
+        ours, or with ``since`` a result the op made: state.py ``recorded_alias``)."""
         if type(t) is _RT and t._tv_tok is self.token:
             t._tv_node = node
             t._tv_ver = version(t)
@@ -164,7 +165,7 @@ class Bindings:
         if type(t) is _Tensor and t.layout == torch.strided:
             transforms = self._transforms
             assert transforms is not None
-            return transforms.wrapped_result(t, node) if wrapped(t) else recorded_alias(t, node, self.token)
+            return transforms.wrapped_result(t, node) if wrapped(t) else recorded_alias(t, node, self.token, since)
         # parameters, sparse or other subclasses, stale RecorderTensors (of an earlier
         # recording, never rebound): keep the object, track it on the side
         self.sources[id(t)] = [t, node, version(t)]

@@ -47,15 +47,20 @@ _STRIDED = torch.strided
 MISS = object()
 
 
-def key_of(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
-    """A hashable description of the call, or None when it must not be cached."""
-    parts: list[Any] = [func, torch.is_grad_enabled(), torch.is_autocast_enabled()]
+def key_of(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, below_autograd: bool = False
+) -> tuple[Any, ...] | None:
+    """A hashable description of the call, or None when it must not be cached;
+    ``below_autograd``: an aten op seen below autograd (gradreplay.py), where tensors that
+    need grad are plain arguments (autograd made its node above)."""
+    grad = torch.is_grad_enabled() and not below_autograd
+    parts: list[Any] = [func, grad, torch.is_autocast_enabled()]
     for a in args:
-        if not _describe(a, parts, 0):
+        if not _describe(a, parts, 0, grad):
             return None
     for k, v in kwargs.items():
         parts.append(k)
-        if not _describe(v, parts, 0):
+        if not _describe(v, parts, 0, grad):
             return None
     return tuple(parts)
 
@@ -64,7 +69,7 @@ def key_of(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[An
 _DTYPE_OK: dict[torch.dtype, bool] = {}
 
 
-def _describe(a: Any, parts: list[Any], depth: int) -> bool:
+def _describe(a: Any, parts: list[Any], depth: int, grad: bool) -> bool:
     if isinstance(a, _Tensor):
         dt = a.dtype
         ok = _DTYPE_OK.get(dt)
@@ -72,7 +77,7 @@ def _describe(a: Any, parts: list[Any], depth: int) -> bool:
             ok = _DTYPE_OK[dt] = not (a.is_complex() or a.is_quantized)
         if not ok or not a.is_meta or a.layout is not _STRIDED:
             return False
-        if a.requires_grad and torch.is_grad_enabled():
+        if grad and a.requires_grad:
             return False
         parts.append((a.shape, a.stride(), a.storage_offset(), dt))
         return True
@@ -82,15 +87,19 @@ def _describe(a: Any, parts: list[Any], depth: int) -> bool:
         return True
     if ta is slice:
         parts.append(("slice",))
-        return all(_describe(x, parts, depth + 1) for x in (a.start, a.stop, a.step))
+        return all(_describe(x, parts, depth + 1, grad) for x in (a.start, a.stop, a.step))
     if (ta is tuple or ta is list or ta is torch.Size) and depth < 4:
         parts.append((ta, len(a)))
-        return all(_describe(x, parts, depth + 1) for x in a)
+        return all(_describe(x, parts, depth + 1, grad) for x in a)
     return False
 
 
-def template_of(out: Any, ins: list[_Tensor], before: list[int], flat: bool = True) -> Any:
+def template_of(
+    out: Any, ins: list[_Tensor], before: list[int], flat: bool = True, *, below_autograd: bool = False
+) -> Any:
     """How to replay ``out`` (the op's result) from the arguments ``ins``; MISS if not.
+    ``below_autograd``: an aten op's result below autograd, which links views above it, so
+    a view is a result sharing an argument's storage (as for inference tensors).
 
     ``flat``: ``ins`` are all the tensors of the call (none nested deeper than one list);
     only then is a view whose base is none of them known to view a tensor the op made
@@ -103,7 +112,7 @@ def template_of(out: Any, ins: list[_Tensor], before: list[int], flat: bool = Tr
     if any(d < 0 for _, d in bumps):
         return MISS
     if isinstance(out, _Tensor):
-        one = _one(out, ins, roots, flat, internal)
+        one = _one(out, ins, roots, flat, internal, below_autograd)
         return MISS if one is MISS else ("one", one, bumps)
     if type(out) in _ATOMS:
         return ("atom", out, bumps)
@@ -111,7 +120,7 @@ def template_of(out: Any, ins: list[_Tensor], before: list[int], flat: bool = Tr
         items = []
         for o in out:
             if isinstance(o, _Tensor):
-                one = _one(o, ins, roots, flat, internal)
+                one = _one(o, ins, roots, flat, internal, below_autograd)
                 if one is MISS:
                     return MISS
                 items.append(one)
@@ -123,17 +132,19 @@ def template_of(out: Any, ins: list[_Tensor], before: list[int], flat: bool = Tr
     return MISS
 
 
-def _one(o: _Tensor, ins: list[_Tensor], roots: list[_Tensor], flat: bool, internal: list[Any]) -> Any:
+def _one(
+    o: _Tensor, ins: list[_Tensor], roots: list[_Tensor], flat: bool, internal: list[Any], below: bool = False
+) -> Any:
     if not o.is_meta or o.layout != _STRIDED or o.is_complex() or o.requires_grad:
         return MISS
     for i, t in enumerate(ins):
         if o is t:
             return ("same", i)
     shape, stride, offset, dtype = tuple(o.shape), o.stride(), o.storage_offset(), o.dtype
-    if o.is_inference():  # no view links: a view is a result sharing an argument's storage
+    if below or o.is_inference():  # no view links: a view is a result sharing an argument's storage
         key = storage_id(o)
         for i, t in enumerate(ins):
-            if key is not None and t.is_inference() and storage_id(t) == key:
+            if key is not None and (below or t.is_inference()) and storage_id(t) == key:
                 return MISS if t.dtype != dtype else ("view", i, shape, stride, offset)
     elif o._is_view():
         base = o._base

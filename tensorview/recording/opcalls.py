@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode
+from .gradreplay import grad_replay
 from .inference import InferenceWrites
 from .metacache import MISS, flat_args, key_of, replay, template_of
 from .metafills import fill_for
@@ -118,9 +119,15 @@ class OpRunner:
         cache = self.meta_cache
         assert cache is not None
         # (inside a vmap a result is a batched tensor, which a replay would not make)
-        key = None if _functorch_active() else key_of(func, args, kwargs)
-        if key is None:
+        if _functorch_active():
             return self.run(func, args, kwargs, None, fn)
+        key = key_of(func, args, kwargs)
+        if key is None:  # (grad on and tensors that need it: replayed below autograd, gradreplay.py)
+            below = grad_replay(cache)
+            if below is None:
+                return self.run(func, args, kwargs, None, fn)
+            with below:
+                return self.run(func, args, kwargs, None, fn)
         template = cache.get(key)
         if template is not None and template is not MISS:
             self.meta_hits += 1

@@ -44,11 +44,15 @@ if TYPE_CHECKING:
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
 _RT = RecorderTensor
+_seq = torch._C._autograd._get_sequence_nr
+_grad_on = torch.is_grad_enabled
 _STRIDED = torch.strided
 
 
 class Ops:
     """Records every torch function call of the forward (the TorchFunctionMode's handler)."""
+
+    _seq0 = 0  #: autograd's node counter when the op being recorded started (tensor.py: ``made_by_op``)
 
     def __init__(
         self,
@@ -159,6 +163,7 @@ class Ops:
             with _Disable():
                 out = self._factory(func, args, kwargs)  # (on meta, small ones get values: values.py)
                 return follow(func, args, kwargs, out) if self.values else out
+        self._seq0 = _seq()
         if self.values:  # values known on meta: follow them through the op (values.py)
             return follow(func, args, kwargs, self._op(func, args, kwargs))
         return self._op(func, args, kwargs)
@@ -238,14 +243,11 @@ class Ops:
     # -- results ------------------------------------------------------------------------------
     def _after_op(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], scope: ModuleNode) -> Any:
         token = self.token
-        if (
-            type(out) is _Tensor
-            and out.layout is _STRIDED
-            and unchanged_by(ins, out, token, self._sources)
-            and not active()
-        ):
+        fresh = type(out) is _Tensor and out.layout is _STRIDED
+        if fresh and unchanged_by(ins, out, token, self._sources) and not active():
             # the common case: one fresh result, no argument written
-            return recorded_alias(out, self._new_result(out, scope, fn), token)
+            since = self._seq0 if _grad_on() else None  # (with grad: the result itself if the op made it)
+            return recorded_alias(out, self._new_result(out, scope, fn), token, since)
         # in-place: an argument whose version counter moved was mutated by this op
         mutated = self._written_by(fn, ins, scope)
         if isinstance(out, _Tensor):
@@ -269,7 +271,7 @@ class Ops:
                 if type(o) in PLAIN_TYPES and o.layout == torch.strided:
                     o = alias_as(o, _Tensor)
                 return self._stands_for(self._bind(o, node), t)
-        return self._bind(o, node)
+        return self._bind(o, node, self._seq0 if _grad_on() else None)
 
     # -- ``p.data`` -----------------------------------------------------------------------------
     def data_access(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

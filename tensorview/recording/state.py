@@ -19,7 +19,7 @@ from .optable import (
     version,
 )
 from .probes import Probe
-from .tensor import RecorderTensor, alias_as
+from .tensor import RecorderTensor, alias_as, made_by_op
 
 
 class Frame:
@@ -120,10 +120,11 @@ def model_names(model: nn.Module, alive: list[Any] | None = None) -> tuple[dict[
     return modules, {**buffers, **params}
 
 
-def recorded_alias(t: torch.Tensor, node: TensorNode, token: object) -> RecorderTensor:
+def recorded_alias(t: torch.Tensor, node: TensorNode, token: object, since: int | None = None) -> RecorderTensor:
     """A RecorderTensor sharing ``t``'s storage, version counter and autograd history,
-    bound to ``node`` of the session with ``token``."""
-    r = alias_as(t, RecorderTensor)
+    bound to ``node`` of the session with ``token``: ``t`` itself where an op made it
+    after autograd node number ``since`` (tensor.py: ``made_by_op``), else an alias."""
+    r: Any = t if since is not None and made_by_op(t, since) else alias_as(t, RecorderTensor)
     r._tv_node = node
     try:
         r._tv_ver = r._version
