@@ -22,6 +22,7 @@ from .inference import InferenceWrites
 from .modes import close_mode_guards, hidden_modes, mode_stack, set_mode_stack
 from .modulecall import MODULE_CALL
 from .optable import MODULE_ATTRS, PLAIN_TYPES, version
+from .redirect import stale_reads
 from .state import Frame
 from .tensor import RecorderTensor
 from .tree import ATOM_TYPES, flat_tensors, map_tensors, output_names, strip_in_place
@@ -134,6 +135,7 @@ class RootBoundary(ModuleScope):
 
     def _end_probes(self) -> None:
         placed = placements(self.sources)  # DTensors: where each is sharded (dtensors.py)
+        stale_reads(self.graph, self.sources, self.stand_ins, self.module_names)  # redirect.py
         if placed:
             self.graph.annotations.set(PLACEMENT_LAYER, placed)
         probes = self.probes
