@@ -140,3 +140,30 @@ def test_ops_on_values_are_counted_once() -> None:
     cpu = tv.summary(CountsOnValues(), input_data=inputs, device="cpu")
     meta = tv.summary(CountsOnValues(), input_data=inputs)  # device="meta": values followed
     assert meta.total_flops == cpu.total_flops > 2 * 4 * 4
+
+
+class PadCheck(nn.Module):
+    """Asks ``pad_id in input_ids[:, [-1, 0]]`` (Tensor.__contains__), as transformers'
+    ``warn_if_padding_and_no_attention_mask`` does in GPT-2, DeBERTa, RoFormer, LayoutLM..."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        y = self.emb(ids)
+        if 0 in ids[:, [-1, 0]]:
+            y = y * 2
+        if ids[0, 1:2] in ids:  # a tensor with values on the left too
+            y = y + 1
+        return y
+
+
+@pytest.mark.parametrize("first", [0, 5])
+def test_in_on_a_tensor_with_values_is_answered_on_meta(first: int) -> None:
+    """``x in t`` ran ``.item()`` on meta inside Tensor.__contains__: a RecordingError for
+    a dozen transformers encoders given input_ids without an attention mask."""
+    ids = torch.tensor([[first, 3, 4]])
+    cpu, meta = (tv.draw_graph(PadCheck(), input_data=ids, device=d) for d in (None, "meta"))
+    expected = ["embedding", "getitem", *(["mul"] if first == 0 else []), "getitem", "add"]
+    assert ops(cpu) == ops(meta) == expected
