@@ -12,7 +12,9 @@ query on such a tensor (``bool()``, ``.item()``, ``.tolist()``, ``x in t``) is a
 counter does not count them).  Tensors computed from parameters, or from anything without values, have
 none, so a query on them fails as before (with the hint to record on the CPU or with
 ``device="fake"``).  Ops with randomness are never run on values (they would move the
-CPU's random state), nor results over ``LIMIT`` elements kept.
+CPU's random state), except the random factories (``torch.rand([])``: layer drop in
+training), whose values are drawn from a generator of our own; results over ``LIMIT``
+elements are never kept.
 """
 
 from __future__ import annotations
@@ -43,6 +45,16 @@ VALUE_QUERIES = frozenset(
 ) | frozenset(q for q in (getattr(torch, "is_nonzero", None), getattr(_Tensor, "is_nonzero", None)) if q is not None)
 #: parts of op names that draw random numbers
 _RANDOM = ("rand", "dropout", "bernoulli", "normal", "multinomial", "poisson", "exponential", "uniform", "cauchy")
+
+
+#: the generator random factories on meta draw their values from (never the CPU's own:
+#: recording must not move the caller's random state)
+_RNG = torch.Generator().manual_seed(0)
+
+
+#: the factories of random numbers that take a ``generator`` (``torch.rand([])``: a layer
+#: dropped in training with probability ``layerdrop``, as wav2vec2 and M2M100 do)
+_RANDOM_FACTORIES = frozenset((torch.rand, torch.randn, torch.randint, torch.randperm))
 
 
 class _NoValue(Exception):
@@ -98,8 +110,12 @@ def follow(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -
     name = getattr(func, "__name__", "") or ""
     with _Disable():
         try:
-            if any(r in name for r in _RANDOM) or not _small(out):
+            if not _small(out):
                 raise _NoValue
+            if any(r in name for r in _RANDOM):
+                if func not in _RANDOM_FACTORIES or "generator" in kwargs:
+                    raise _NoValue
+                kwargs = {**kwargs, "generator": _RNG}  # drawn from our own generator
             vargs = _sub(args)
             vkwargs = _sub(kwargs)
             if vkwargs.get("device") == "meta":
