@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 from torch import nn
@@ -100,8 +100,26 @@ class BaseRecorder(Generic[R]):
             raise
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: types.TracebackType | None) -> None:
+        # the clean-up steps run first thing, each to its end, also when an asynchronous
+        # exception lands in one (interrupts.py) or here before they started (then they
+        # all run again: they are idempotent)
+        try:
+            err: list[RecordingError] = []
+            caught = interrupts.run_steps(*self._exit_steps(exc, err))
+        except BaseException as e:  # noqa: BLE001 - raised below, once everything is undone
+            err = []
+            caught = interrupts.run_steps(*self._exit_steps(exc, err)) or e
+        if caught is not None:
+            raise caught
+        if self._guard is not None:
+            self._guard.deliver()  # a deferred signal is raised here
+        if err:
+            raise err[0] from exc
+
+    def _exit_steps(self, exc: BaseException | None, err: list[RecordingError]) -> tuple[Callable[[], Any], ...]:
+        """The clean-up of ``__exit__``, in order: each step idempotent.  ``err`` gets the
+        error to raise for a forward that failed (``exc``)."""
         session = self._session
-        err: list[RecordingError] = []
 
         def detach() -> None:
             if session is not None and getattr(_tls, "session", None) is session:
@@ -125,15 +143,7 @@ class BaseRecorder(Generic[R]):
                 session.failure_exc = None  # do not keep the exception (and its frames) alive
 
         guard = self._guard
-        restore = guard.restore if guard is not None else _nothing
-        # each step to its end, also when an asynchronous exception lands in one (interrupts.py)
-        caught = interrupts.run_steps(detach, release, explain, restore)
-        if caught is not None:
-            raise caught
-        if guard is not None:
-            guard.deliver()  # a deferred signal is raised here
-        if err:
-            raise err[0] from exc
+        return detach, release, explain, guard.restore if guard is not None else _nothing
 
     # -- results ---------------------------------------------------------------------------
     @property
