@@ -140,3 +140,66 @@ def test_ops_on_values_are_counted_once() -> None:
     cpu = tv.summary(CountsOnValues(), input_data=inputs, device="cpu")
     meta = tv.summary(CountsOnValues(), input_data=inputs)  # device="meta": values followed
     assert meta.total_flops == cpu.total_flops > 2 * 4 * 4
+
+
+class PadCheck(nn.Module):
+    """Asks ``pad_id in input_ids[:, [-1, 0]]`` (Tensor.__contains__), as transformers'
+    ``warn_if_padding_and_no_attention_mask`` does in GPT-2, DeBERTa, RoFormer, LayoutLM..."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        y = self.emb(ids)
+        if 0 in ids[:, [-1, 0]]:
+            y = y * 2
+        if ids[0, 1:2] in ids:  # a tensor with values on the left too
+            y = y + 1
+        return y
+
+
+@pytest.mark.parametrize("first", [0, 5])
+def test_in_on_a_tensor_with_values_is_answered_on_meta(first: int) -> None:
+    """``x in t`` ran ``.item()`` on meta inside Tensor.__contains__: a RecordingError for
+    a dozen transformers encoders given input_ids without an attention mask."""
+    ids = torch.tensor([[first, 3, 4]])
+    cpu, meta = (tv.draw_graph(PadCheck(), input_data=ids, device=d) for d in (None, "meta"))
+    expected = ["embedding", "getitem", *(["mul"] if first == 0 else []), "getitem", "add"]
+    assert ops(cpu) == ops(meta) == expected
+
+
+class LayerDrop(nn.Module):
+    """Skips each layer in training with probability ``layerdrop``, deciding on
+    ``torch.rand([])`` (wav2vec2, HuBERT, M2M100, Whisper...)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(6))
+        self.layerdrop = 0.5
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.emb(ids)
+        for layer in self.layers:
+            if self.training and torch.rand([]) < self.layerdrop:
+                continue
+            x = layer(x)
+        return x
+
+
+def test_layer_drop_in_training_records_on_meta_without_moving_the_cpus_random_state() -> None:
+    """``torch.rand([]) < p`` had no values on meta: 'Tensor.item() cannot be called on meta
+    tensors'. A random factory now draws its values from tensorview's own generator."""
+    model = LayerDrop()
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    runs = [ops(tv.draw_graph(model, input_data=torch.tensor([[1, 2, 3]]), device="meta", mode="train"))]
+    runs += [ops(tv.draw_graph(model, input_data=torch.tensor([[1, 2, 3]]), device="meta", mode="train"))]
+    assert torch.equal(torch.get_rng_state(), state)  # the CPU's random state did not move
+    for run in runs:
+        assert run[0] == "embedding" and run.count("lt") == 6
+        assert set(run[1:]) <= {"lt", "linear"} and run.count("linear") <= 6
+    assert (
+        ops(tv.draw_graph(model, input_data=torch.tensor([[1, 2, 3]]), device="meta")) == ["embedding"] + ["linear"] * 6
+    )  # eval: no layer dropped, no random number drawn

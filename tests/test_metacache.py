@@ -44,3 +44,40 @@ def test_flat_arguments() -> None:
     assert not _flat(([[t]],), {})
     assert not _flat(([{"a": t}],), {})
     assert not _flat(({"a": t},), {})
+
+
+class InPlaceViews(nn.Module):
+    """Ops that change their argument's shape in place, repeated (BigBird's block-sparse
+    attention calls ``unsqueeze_(2)`` on four matmul results, then concatenates them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        outs = []
+        for i in range(4):
+            a = torch.matmul(x + i, self.w)
+            a.unsqueeze_(2)
+            a.transpose_(0, 1)
+            a.squeeze_(1)
+            outs.append(a)
+        return torch.cat(outs, dim=1)
+
+
+def test_in_place_view_ops_replayed_change_their_argument_as_the_op_does() -> None:
+    """A replayed ``unsqueeze_`` returned its argument unchanged (a 4-D tensor where the op
+    makes a 5-D one): the next op failed on meta, or drew wrong shapes."""
+    import tensorview as tv
+
+    cpu, meta = (tv.draw_graph(InPlaceViews(), input_size=(1, 4, 2, 8), device=d).graph for d in (None, "meta"))
+    assert [f.op for f in meta.functions()] == [f.op for f in cpu.functions()]
+    assert [t.shape for t in meta.tensors()] == [t.shape for t in cpu.tensors()]
+    assert meta.shapes(meta.outputs) == cpu.shapes(cpu.outputs) == [(4, 4, 2, 8)]
+    with torch.device("meta"):
+        model = InPlaceViews()
+    x = torch.zeros(1, 4, 2, 8, device="meta")
+    with torch.no_grad(), Recorder(model) as rec:
+        out = model(x)
+    assert out.shape == (4, 4, 2, 8)
+    assert rec._session is not None and rec._session.meta_hits > 0  # the replay path ran

@@ -182,3 +182,62 @@ def test_copies_are_not_kept_alive() -> None:
     del clone
     gc.collect()
     assert ref() is None
+
+
+class ReadsAttributes(nn.Module):
+    """A function made in ``__init__`` reads the caller's modules' tensors as attributes
+    (``lin.weight``, ``bn.running_mean``), not through a module call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.bn = nn.BatchNorm1d(4)
+        lin, bn = self.lin, self.bn
+        self.fn = lambda x: x @ lin.weight.T + bn.running_mean
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(self.lin(x))
+
+
+@pytest.mark.parametrize(("device", "mode"), [(None, "eval"), (None, "train"), ("meta", "eval"), ("fake", "eval")])
+def test_attributes_of_the_callers_modules_read_by_a_closure_are_the_copys(device: str | None, mode: str) -> None:
+    """Were the caller's tensors: a constant for the buffer on the CPU copy, an error on
+    meta (a CPU tensor), constants on fake; now the copy's parameter and buffer, named."""
+    model = ReadsAttributes().train()
+    params = [(p, p.detach().clone()) for p in model.parameters()]
+    mean = model.bn.running_mean
+    g = tv.draw_graph(model, input_size=(2, 4), device=device, mode=mode).graph
+    assert [(f.op, f.path) for f in g.functions()] == [("linear", "lin"), ("T", ""), ("matmul", ""), ("add", "")]
+    sources = [(t.source_name, t.role) for t in g.tensors() if t.role in ("parameter", "buffer", "constant")]
+    assert sources == [("lin.weight", "parameter"), ("lin.bias", "parameter"), ("bn.running_mean", "buffer")]
+    assert g.tensor(g.input_tensors(g.by_name("matmul").id)[1]).shape == (4, 4)
+    assert g.warnings == []
+    assert all(p is q and torch.equal(p, v) for (p, v), q in zip(params, model.parameters()))
+    assert model.bn.running_mean is mean and mean.device.type == "cpu" and model.training
+    assert not tv.recording.is_patched()  # nn.Module.__getattr__ is torch's again
+
+
+def test_a_tensor_of_the_callers_model_captured_directly_is_warned_on_its_node() -> None:
+    """A tensor captured itself (no attribute read to redirect) is the caller's, not the
+    copy's buffer: drawn as a constant, with a warning naming it (never silently)."""
+
+    class Captures(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bn = nn.BatchNorm1d(4)
+            mean = self.bn.running_mean
+            self.fn = lambda x: x + mean
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fn(self.bn(x))
+
+    g = tv.draw_graph(Captures().train(), input_size=(2, 4)).graph  # eval: a copy with its own buffers
+    (constant,) = [t for t in g.tensors() if t.role == "constant"]
+    (warning,) = g.warnings
+    assert "buffer 'bn.running_mean' of your model was read directly" in warning
+    assert g.annotations.layer("warning")[constant.id] == warning
+    model = Captures()
+    with tv.Recorder(model) as rec:  # no copy: the model's own buffer, read as such
+        model(torch.randn(2, 4))
+    plain = rec.graph.graph
+    assert plain.warnings == [] and not [t for t in plain.tensors() if t.role == "constant"]

@@ -4,6 +4,7 @@ and how the graph says where it knows it may be incomplete (``Graph.warnings``).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -327,40 +328,135 @@ def _calls_and_ops(g: Graph) -> list[tuple[str, str, str]]:
     ]
 
 
-@pytest.mark.filterwarnings("ignore")
-def test_fsdp2_model_in_training_mode_records(mesh: Any) -> None:
-    from torch.distributed.fsdp import fully_shard
+def _fsdp_snapshot(model: nn.Module) -> list[Any]:
+    """What recording must leave as it was: the parameter objects, types and local values,
+    the hook registries and the training flags."""
     from torch.distributed.tensor import DTensor
+
+    params = [
+        (p, type(p), (p.to_local() if isinstance(p, DTensor) else p).detach().clone()) for p in model.parameters()
+    ]
+    hooks = [(dict(m._forward_pre_hooks), dict(m._forward_hooks)) for m in model.modules()]
+    return [params, hooks, [m.training for m in model.modules()]]
+
+
+def _fsdp_unchanged(model: nn.Module, before: list[Any]) -> None:
+    from torch.distributed.tensor import DTensor
+
+    params, hooks, flags = _fsdp_snapshot(model)
+    assert [(p, t) for p, t, _ in params] == [(p, t) for p, t, _ in before[0]]
+    assert all(torch.equal(a, b) for (_, _, a), (_, _, b) in zip(params, before[0]))
+    assert hooks == before[1]
+    assert flags == before[2]
+    assert all(type(p) is DTensor for p in model.parameters())  # sharded as found
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("mode", ["eval", "same", "train"])
+def test_fsdp2_model_records_the_model_it_shards_the_same_on_every_device(mesh: Any, mode: str) -> None:
+    """FSDP's hooks (all-gathers into flat buffers, views of them) were drawn in place of
+    the parameters on the CPU, and on meta/fake the model could not be copied: now every
+    device draws the sharded model's ops reading its parameters in their global shapes,
+    each with its shard's placement; the caller's model, its shards and hooks untouched."""
+    from torch.distributed.fsdp import fully_shard
 
     model = MLP()
     fully_shard(model.up, mesh=mesh)
     fully_shard(model, mesh=mesh)
-    x = torch.randn(2, 8)
-    for mode in ("eval", "same"):  # eval: a copy of the module tree ("mixed torch.Tensor and DTensor")
-        g = tv.draw_graph(model, input_data=x, mode=mode).graph
-        linears = [f for f in g.functions() if f.op == "linear"]
-        assert [f.path for f in linears] == ["up", "down"]
-        assert ("FunctionNode", "", "relu") in _calls_and_ops(g)
-        assert [f.path for f in g.functions() if f.op == "all_gather_single"] == ["", "up"]  # FSDP's hooks
+    model.train()
+    before = _fsdp_snapshot(model)
+    graphs = {d: tv.draw_graph(model, input_size=(2, 8), device=d, mode=mode).graph for d in (None, "meta", "fake")}
+    cpu = graphs[None]
+    assert [(f.op, f.path) for f in cpu.functions()] == [("linear", "up"), ("relu", ""), ("linear", "down")]
+    for device, g in graphs.items():
+        assert _calls_and_ops(g) == _calls_and_ops(cpu), device
         assert g.shapes(g.outputs) == [(2, 8)]
-        assert all(m.training for m in model.modules())  # the caller's flags are untouched
-        # sharded again as found (the root keeps its parameters gathered after a forward)
-        assert all(type(p) is DTensor for p in model.parameters())
-    model(x).sum().backward()  # training goes on as without the recordings
+        assert [(t.source_name, t.shape) for t in g.tensors() if t.is_param] == [
+            ("up.weight", (16, 8)),  # global shapes (a shard is a quarter)
+            ("up.bias", (16,)),
+            ("down.weight", (8, 16)),
+            ("down.bias", (8,)),
+        ]
+        placed = g.annotations.layer("placement")
+        assert {t.source_name: placed.get(t.id) for t in g.tensors() if t.is_param} == dict.fromkeys(
+            ["up.weight", "up.bias", "down.weight", "down.bias"], "Shard(dim=0) on mesh (4,)"
+        ), device
+        assert g.warnings == []
+        _fsdp_unchanged(model, before)
+    model(torch.randn(2, 8)).sum().backward()  # training goes on as without the recordings
     assert all(p.grad is not None for p in model.parameters())
 
 
 @pytest.mark.filterwarnings("ignore")
-def test_fsdp2_model_on_meta_or_fake_says_why_it_cannot_be_copied(mesh: Any) -> None:
-    """Not yet recorded on meta/fake (FSDP refuses the deep copy those devices make): a clear
-    error naming the cause and what to do, never torch's bare AssertionError."""
-    from torch.distributed.fsdp import fully_shard
+def test_fsdp2_mixed_precision_records_its_casts_and_compute_dtype_on_every_device(mesh: Any) -> None:
+    """A ``MixedPrecisionPolicy`` group computes in its ``param_dtype``: its parameters are
+    drawn in it, and FSDP's casts of the inputs and outputs are drawn, on every device; a
+    group left unsharded by a plain forward (the root's) is drawn with its placements too."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    model = MLP()
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8), nn.LayerNorm(8))
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, output_dtype=torch.float32)
+    fully_shard([model[0], model[2]], mesh=mesh, mp_policy=policy)
     fully_shard(model, mesh=mesh)
-    for device in ("meta", "fake"):
-        with pytest.raises(tv.InvalidInputError, match=r"could not be copied \(AssertionError: FSDP.*device=None"):
-            tv.draw_graph(model, input_size=(2, 8), device=device)
+    model(torch.randn(2, 8))  # the root keeps its parameters gathered after a forward
+    found = [type(p).__name__ for p in model.parameters()]
+    for device in (None, "meta", "fake"):
+        g = tv.draw_graph(model, input_size=(2, 8), device=device).graph
+        assert [(f.op, f.path) for f in g.functions()] == [
+            ("to", "0"),
+            ("linear", "0"),
+            ("to", "0"),
+            ("relu", "1"),
+            ("to", "2"),
+            ("linear", "2"),
+            ("to", "2"),
+            ("layer_norm", "3"),
+        ], device
+        params = [t for t in g.tensors() if t.is_param]
+        assert [(t.source_name, t.dtype) for t in params] == [
+            ("0.weight", "bfloat16"),
+            ("0.bias", "bfloat16"),
+            ("2.weight", "bfloat16"),
+            ("2.bias", "bfloat16"),
+            ("3.weight", "float32"),
+            ("3.bias", "float32"),
+        ]
+        placed = g.annotations.layer("placement")
+        assert all(placed.get(t.id) == "Shard(dim=0) on mesh (4,)" for t in params)
+        assert g.shapes(g.outputs) == [(2, 8)] and g.tensor(g.outputs[0]).dtype == "float32"
+    assert [type(p).__name__ for p in model.parameters()] == found
+
+
+class Locked(nn.Module):
+    """A module ``copy.deepcopy`` refuses (a lock), with tensors in a plain list."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("scale", torch.full((4,), 2.0))
+        self.masks = [torch.ones(4)]
+        self.lock = threading.Lock()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * self.scale * self.masks[0]
+
+
+@pytest.mark.parametrize("device", ["meta", "fake"])
+def test_a_model_deepcopy_refuses_records_on_meta_and_fake_from_a_copy_of_its_tree(device: str) -> None:
+    import copy
+
+    model = Locked()
+    with pytest.raises(TypeError):
+        copy.deepcopy(model)
+    params, masks, lock = list(model.parameters()), model.masks, model.lock
+    g = tv.draw_graph(model, input_size=(2, 4), device=device).graph
+    assert [(f.op, f.path) for f in g.functions()] == [("linear", "lin"), ("mul", ""), ("mul", "")]
+    assert [t.source_name for t in g.tensors() if t.is_param] == ["lin.weight", "lin.bias", "scale"]
+    assert g.shapes(g.outputs) == [(2, 4)]
+    # the caller's model: the same objects, on the CPU, the list not rewritten
+    assert list(model.parameters()) == params and all(p.device.type == "cpu" for p in params)
+    assert model.masks is masks and masks[0].device.type == "cpu" and model.lock is lock
+    assert model.scale.device.type == "cpu"
 
 
 @pytest.mark.filterwarnings("ignore")

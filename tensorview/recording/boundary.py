@@ -25,6 +25,7 @@ from .modulecall import MODULE_CALL
 from .optable import PLAIN_TYPES
 from .originals import strip_escaped
 from .probes import Probes
+from .redirect import stale_reads
 from .state import Frame
 from .tensor import RecorderTensor
 from .tree import flat_tensors, map_tensors, output_names, strip_in_place
@@ -72,6 +73,8 @@ class Boundary:
         self.ops, self.bindings, self.calls = session.ops, session.bindings, session.calls
         self.crossings, self.methods, self.transforms = session.crossings, session.methods, session.transforms
         self.paths, self.originals, self.failure = session.paths, session.originals, session.failure
+        #: the caller's modules and their copies when a copy records (copies.py ``stand_ins``)
+        self.stand_ins = session.stand_ins
 
     def finished(self) -> bool:
         """The root call has finished: later calls of the model run unrecorded."""
@@ -167,7 +170,9 @@ class Boundary:
             self.kept.restore()
 
     def _end_probes(self) -> None:
-        placed = placements(self.bindings.all_sources())  # DTensors: where each is sharded (dtensors.py)
+        sources = self.bindings.all_sources()
+        placed = placements(sources)  # DTensors: where each is sharded (dtensors.py)
+        stale_reads(self.graph, sources, self.stand_ins, self.paths.known)  # redirect.py
         if placed:
             self.graph.annotations.set(PLACEMENT_LAYER, placed)
         probes = self.probes

@@ -27,7 +27,6 @@ the copy's device and buffers, and is named by the module's path.
 from __future__ import annotations
 
 import copy
-import sys
 import weakref
 from typing import Any
 
@@ -37,7 +36,7 @@ from torch import nn
 from .optable import MODULE_ATTRS
 
 #: the hook registries of a module (dicts keyed by handle id)
-_HOOK_DICTS = tuple(k for k, v in nn.Module().__dict__.items() if "hook" in k and isinstance(v, dict))
+HOOK_DICTS = tuple(k for k, v in nn.Module().__dict__.items() if "hook" in k and isinstance(v, dict))
 
 
 def tree_copy(model: nn.Module) -> nn.Module:
@@ -48,17 +47,15 @@ def tree_copy(model: nn.Module) -> nn.Module:
     memo: dict[int, nn.Module] = {}
     containers: dict[int, tuple[Any, Any]] = {}
     copied: list[tuple[nn.Module, nn.Module]] = []
-    fsdp = _fsdp_module_type()
-    stack = [(model, False)]
+    stack = [model]
     while stack:  # every module copied first (a walk, not recursion: any depth)...
-        m, sharded = stack.pop()
+        m = stack.pop()
         if id(m) in memo:
             continue
-        sharded = sharded or (fsdp is not None and isinstance(m, fsdp))
-        c = memo[id(m)] = _shallow(m, sharded)
+        c = memo[id(m)] = _shallow(m)
         if not isinstance(m, torch.jit.ScriptModule):
             copied.append((m, c))
-            stack.extend((v, sharded) for v in reversed(m._modules.values()) if v is not None)
+            stack.extend(v for v in reversed(m._modules.values()) if v is not None)
     for m, c in copied:  # ...then linked: children and attributes name the copies
         d = c.__dict__
         d["_modules"] = {k: (None if v is None else memo[id(v)]) for k, v in m._modules.items()}
@@ -67,19 +64,11 @@ def tree_copy(model: nn.Module) -> nn.Module:
     return memo[id(model)]
 
 
-def _fsdp_module_type() -> Any:
-    """FSDP2's ``FSDPModule`` when FSDP was imported (None otherwise: nothing to look for)."""
-    fsdp = sys.modules.get("torch.distributed.fsdp")
-    return getattr(fsdp, "FSDPModule", None) if fsdp is not None else None
-
-
-def _shallow(m: nn.Module, sharded: bool) -> nn.Module:
+def _shallow(m: nn.Module) -> nn.Module:
     """A new object for ``m`` with its own ``_parameters``, ``_buffers`` and hook dicts
     (``_modules`` and attributes still the original's); a TorchScript module deep-copied.
-    ``sharded``: inside a module ``fully_shard``ed by FSDP2, whose hooks put the unsharded
-    parameters into the *original* modules' ``_parameters`` before the forward (and the
-    sharded ones back after): the copy shares those dicts, or it would compute with the
-    sharded DTensors ("mixed torch.Tensor and DTensor")."""
+    (An FSDP2 model is copied without FSDP's hooks, unsharded.py: theirs would write the
+    original modules' ``_parameters``.)"""
     c: nn.Module
     if isinstance(m, torch.jit.ScriptModule):
         return copy.deepcopy(m)
@@ -89,9 +78,9 @@ def _shallow(m: nn.Module, sharded: bool) -> nn.Module:
     except TypeError:
         c = copy.copy(m)
     d = c.__dict__
-    d["_parameters"] = m._parameters if sharded else dict(m._parameters)
+    d["_parameters"] = dict(m._parameters)
     d["_buffers"] = dict(m._buffers)
-    for k in _HOOK_DICTS:  # hooks registered on the copy stay on the copy
+    for k in HOOK_DICTS:  # hooks registered on the copy stay on the copy
         v = d.get(k)
         if isinstance(v, dict):
             d[k] = v.copy()
@@ -167,4 +156,4 @@ def own_buffers(model: nn.Module) -> None:
                 m._buffers[k] = clones[id(b)]
 
 
-__all__ = ["own_buffers", "remember", "stand_ins", "tree_copy"]
+__all__ = ["HOOK_DICTS", "own_buffers", "remember", "stand_ins", "tree_copy"]

@@ -5,7 +5,8 @@ ops are recorded as one op each, whatever its dispatch runs for them on the loca
 (opcalls.py: its kernels are Python decompositions on meta and C++ on the CPU, so
 recording inside would give another graph on every device).  Its nodes hold the global
 shape; where it is sharded is the ``placement`` annotation (``Shard(dim=0) on mesh
-(4,)``), drawn in the node's label."""
+(4,)``), drawn in the node's label.  An FSDP2 model is recorded with full parameters
+standing for its shards (unsharded.py), each with its shard's placement."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from typing import Any
 
 #: the annotation layer of DTensor placements
 PLACEMENT_LAYER = "placement"
+#: the attribute of a full parameter standing for an FSDP2 shard: the shard's placement
+SHARD_PLACEMENT = "_tv_placement"
 
 
 def placements(sources: dict[int, list[Any]]) -> dict[int, str]:
@@ -28,6 +31,10 @@ def placements(sources: dict[int, list[Any]]) -> dict[int, str]:
         if isinstance(t, dtensor):
             where = ", ".join(repr(p) for p in t.placements)
             out[node.id] = f"{where} on mesh {tuple(t.device_mesh.shape)}"
+        else:  # a full parameter standing for an FSDP2 shard (unsharded.py)
+            shard = getattr(t, SHARD_PLACEMENT, None)
+            if isinstance(shard, str):
+                out[node.id] = shard
     return out
 
 

@@ -29,12 +29,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import InvalidInputError
 from .compiled import rebind_compiled_methods
 from .copies import remember
 from .optable import MODULE_ATTRS
 from .placement import computed_attributes
 from .tree import map_tensors, strip_in_place
+from .unsharded import empty_like_full, fsdp_states, moved_tree, unsharded_copy
 
 #: the ``device`` value that asks for fake tensors
 FAKE = "fake"
@@ -58,20 +58,7 @@ def fake_placed(model: nn.Module, mode: str = "same") -> Iterator[tuple[nn.Modul
     def fake(t: torch.Tensor) -> torch.Tensor:
         return fake_mode.from_tensor(t, static_shapes=True)
 
-    memo: dict[int, Any] = {}
-    for t in [*model.parameters(), *model.buffers()]:
-        if id(t) not in memo:
-            f = fake(t.detach())
-            memo[id(t)] = nn.Parameter(f, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else f
-    for t in computed_attributes(model):  # deepcopy refuses them (placement.py)
-        memo[id(t)] = fake(t.detach())
-    try:
-        clone = remember(model, copy.deepcopy(model, memo))  # calls of model's modules run clone's
-    except Exception as e:  # noqa: BLE001 - any failure means we cannot copy safely (as placement.py)
-        raise InvalidInputError(
-            f"cannot record {type(model).__name__} on fake tensors: the model could not be copied "
-            f"({type(e).__name__}: {e}); record it on its own device (device=None)"
-        ) from e
+    clone = remember(model, _fake_copy(model, fake, fake_mode))  # calls of model's modules run clone's
     rebind_compiled_methods(model, clone)
     if mode != "same":
         clone.train(mode == "train")
@@ -92,6 +79,32 @@ def fake_placed(model: nn.Module, mode: str = "same") -> Iterator[tuple[nn.Modul
             yield clone, convert
     finally:
         log.removeFilter(quiet)
+
+
+def _fake_copy(model: nn.Module, fake: Callable[[torch.Tensor], torch.Tensor], fake_mode: Any) -> nn.Module:
+    """A deep copy of ``model`` with fake tensors; a copy of its module tree when it cannot
+    be deep-copied, or is an FSDP2 model (unsharded.py: the model it shards, whose full
+    parameters are made in ``fake_mode``, on the shards' device)."""
+    states = fsdp_states(model)
+    if states:
+        blank = empty_like_full(None)
+
+        def full(fp: Any, dtype: torch.dtype) -> torch.Tensor:
+            with fake_mode:
+                return blank(fp, dtype)
+
+        return unsharded_copy(model, states, full, fake)
+    memo: dict[int, Any] = {}
+    for t in [*model.parameters(), *model.buffers()]:
+        if id(t) not in memo:
+            f = fake(t.detach())
+            memo[id(t)] = nn.Parameter(f, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else f
+    for t in computed_attributes(model):  # deepcopy refuses them (placement.py)
+        memo[id(t)] = fake(t.detach())
+    try:
+        return copy.deepcopy(model, memo)
+    except Exception:  # noqa: BLE001 - refused (a lock, a generator...): the tree copied instead
+        return moved_tree(model, fake)
 
 
 class _FilledRefusals(logging.Filter):

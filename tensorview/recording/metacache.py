@@ -9,7 +9,8 @@ recorder keeps, per recording, what each (op, argument metadata) produced and re
   dtype);
 * a result that is a view of an argument is made with ``as_strided`` on that argument, so
   it shares the argument's storage and version counter, as the real view would;
-* a result that is an argument itself is that argument;
+* a result that is an argument itself is that argument, with the shape and strides the op
+  gave it (an in-place view op: ``unsqueeze_``, ``transpose_``, ``t_``, ``squeeze_``);
 * an argument the op mutated gets its version counter bumped as often as the op did.
 
 Anything outside what this can reproduce is simply not cached and runs for real: tensors
@@ -137,10 +138,10 @@ def _one(
 ) -> Any:
     if not o.is_meta or o.layout != _STRIDED or o.is_complex() or o.requires_grad:
         return MISS
-    for i, t in enumerate(ins):
-        if o is t:
-            return ("same", i)
     shape, stride, offset, dtype = tuple(o.shape), o.stride(), o.storage_offset(), o.dtype
+    for i, t in enumerate(ins):
+        if o is t:  # with its metadata after the op (``unsqueeze_``, ``t_`` change it in place)
+            return ("same", i, shape, stride, offset)
     if below or o.is_inference():  # no view links: a view is a result sharing an argument's storage
         key = storage_id(o)
         for i, t in enumerate(ins):
@@ -182,7 +183,11 @@ def replay(template: Any, ins: list[_Tensor]) -> Any:
 def _make(spec: tuple[Any, ...], ins: list[_Tensor]) -> _Tensor:
     kind = spec[0]
     if kind == "same":
-        return ins[spec[1]]
+        t = ins[spec[1]]
+        if (t.shape, t.stride(), t.storage_offset()) != spec[2:]:  # an in-place view op (``unsqueeze_``)
+            with torch.autograd._unsafe_preserve_version_counter(t):  # (its bumps are replayed above)
+                t.as_strided_(spec[2], spec[3], spec[4])
+        return t
     if kind == "view":
         return ins[spec[1]].as_strided(spec[2], spec[3], spec[4])
     return torch.empty_strided(spec[1], spec[2], dtype=spec[3], device="meta")

@@ -16,6 +16,7 @@ from .copies import own_buffers, remember, tree_copy
 from .inputs import summary
 from .optable import MODULE_ATTRS
 from .tree import flat_tensors, strip_in_place
+from .unsharded import empty_like_full, fsdp_states, gathered, moved_tree, unsharded_copy
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -38,6 +39,9 @@ def placed(model: nn.Module, device: torch.device | None, mode: str = "same") ->
     ``remember``).  The caller's model is never moved, and its buffers are
     never written (its parameters are shared: what a forward writes into them in place is
     put back when the recording ends, keep.py)."""
+    states = fsdp_states(model)
+    if states:  # FSDP2: recorded as the model it shards, on every device (unsharded.py)
+        return _unsharded(model, states, device, mode)
     if device is not None and not all(t.device == device for t in _tensors(model)):
         clone = _moved(model, device)  # its buffers are its own already
         if mode != "same":
@@ -54,8 +58,24 @@ def placed(model: nn.Module, device: torch.device | None, mode: str = "same") ->
     return remember(model, clone)
 
 
+def _unsharded(model: nn.Module, states: dict[int, Any], device: torch.device | None, mode: str) -> nn.Module:
+    """The copy of FSDP2 model ``model`` to record (unsharded.py) on ``device`` in ``mode``."""
+    if device is not None and device.type == "meta":
+        clone = unsharded_copy(model, states, empty_like_full(device), lambda t: t.to(device))
+    elif device is not None and not all(t.device == device for t in _tensors(model)):
+        clone = unsharded_copy(model, states, lambda fp, dtype: gathered(fp, dtype).to(device), lambda t: t.to(device))
+    else:
+        clone = unsharded_copy(model, states, gathered)
+        own_buffers(clone)
+    rebind_compiled_methods(model, clone)
+    if mode != "same":
+        clone.train(mode == "train")
+    return remember(model, clone)
+
+
 def _moved(model: nn.Module, device: torch.device) -> nn.Module:
-    """A deep copy of ``model`` with its parameters and buffers on ``device``."""
+    """A deep copy of ``model`` with its parameters and buffers on ``device`` (a copy of
+    its module tree, unsharded.py, when it cannot be deep-copied)."""
     if device.type != "meta":
         meta = next((n for n, t in _named_tensors(model) if t.device.type == "meta"), None)
         if meta is not None:
@@ -78,11 +98,10 @@ def _moved(model: nn.Module, device: torch.device) -> nn.Module:
         for m in reversed(_preorder(model)):
             copy.deepcopy(m, memo)
         clone = copy.deepcopy(model, memo)
-    except Exception as e:  # noqa: BLE001 - any failure means we cannot copy safely
-        raise InvalidInputError(
-            f"cannot record {type(model).__name__} on {device}: the model could not be copied "
-            f"({type(e).__name__}: {e}); move the model to {device} yourself, or pass device=None"
-        ) from e
+    except Exception:  # noqa: BLE001 - refused (a lock, a generator...): the tree copied instead
+        clone = moved_tree(model, lambda t: t.to(device))
+        rebind_compiled_methods(model, clone)
+        return clone
     rebind_compiled_methods(model, clone)  # m.forward = torch.compile(m.forward): run the copy
     # plain tensor attributes (not parameters or buffers) were deep-copied where they
     # were; on the copy, move them too, so `x * self.mask` works on the device

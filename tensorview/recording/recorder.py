@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 from torch import nn
@@ -16,6 +16,7 @@ from .fake import failure_hint, script_hint
 from .inputs import check_model
 from .modulecall import MODULE_CALL
 from .probes import Probe
+from .redirect import MODULE_GETATTR
 from .session import Session
 from .state import Settings
 from .tensor import _tls, current_session
@@ -71,6 +72,7 @@ class BaseRecorder(Generic[R]):
         self._session: Session | None = None
         self._token: object | None = None  # our share of the nn.Module.__call__ patch
         self._apply_token: object | None = None  # and of the nn.Module._apply patch (convert.py)
+        self._getattr_token: object | None = None  # and, recording a copy, of __getattr__ (redirect.py)
         self._guard: interrupts.deferred | None = None
 
     def _result(self, graph: Graph) -> R:
@@ -89,6 +91,8 @@ class BaseRecorder(Generic[R]):
             self._session = Session(self.model, settings)
             self._token = MODULE_CALL.acquire()
             self._apply_token = MODULE_APPLY.acquire()
+            if self._session.stand_ins is not None:
+                self._getattr_token = MODULE_GETATTR.acquire()
             _tls.session = self._session
             return self
         except BaseException:
@@ -96,8 +100,26 @@ class BaseRecorder(Generic[R]):
             raise
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: types.TracebackType | None) -> None:
+        # the clean-up steps run first thing, each to its end, also when an asynchronous
+        # exception lands in one (interrupts.py) or here before they started (then they
+        # all run again: they are idempotent)
+        try:
+            err: list[RecordingError] = []
+            caught = interrupts.run_steps(*self._exit_steps(exc, err))
+        except BaseException as e:  # noqa: BLE001 - raised below, once everything is undone
+            err = []
+            caught = interrupts.run_steps(*self._exit_steps(exc, err)) or e
+        if caught is not None:
+            raise caught
+        if self._guard is not None:
+            self._guard.deliver()  # a deferred signal is raised here
+        if err:
+            raise err[0] from exc
+
+    def _exit_steps(self, exc: BaseException | None, err: list[RecordingError]) -> tuple[Callable[[], Any], ...]:
+        """The clean-up of ``__exit__``, in order: each step idempotent.  ``err`` gets the
+        error to raise for a forward that failed (``exc``)."""
         session = self._session
-        err: list[RecordingError] = []
 
         def detach() -> None:
             if session is not None and getattr(_tls, "session", None) is session:
@@ -110,6 +132,9 @@ class BaseRecorder(Generic[R]):
             if self._apply_token is not None:
                 MODULE_APPLY.release(self._apply_token)
                 self._apply_token = None
+            if self._getattr_token is not None:
+                MODULE_GETATTR.release(self._getattr_token)
+                self._getattr_token = None
 
         def explain() -> None:
             if session is not None and isinstance(exc, Exception) and session.failure_exc() is exc and not err:
@@ -118,15 +143,7 @@ class BaseRecorder(Generic[R]):
                 session.forget_failure()  # do not keep the exception (and its frames) alive
 
         guard = self._guard
-        restore = guard.restore if guard is not None else _nothing
-        # each step to its end, also when an asynchronous exception lands in one (interrupts.py)
-        caught = interrupts.run_steps(detach, release, explain, restore)
-        if caught is not None:
-            raise caught
-        if guard is not None:
-            guard.deliver()  # a deferred signal is raised here
-        if err:
-            raise err[0] from exc
+        return detach, release, explain, guard.restore if guard is not None else _nothing
 
     # -- results ---------------------------------------------------------------------------
     @property
@@ -186,10 +203,9 @@ class Recorder(BaseRecorder[Graph]):
 
 
 def is_patched() -> bool:
-    """Whether tensorview's ``nn.Module.__call__`` or ``_apply`` wrapper is installed (for tests)."""
-    return bool(
-        getattr(nn.Module.__call__, "__tensorview__", False) or getattr(nn.Module._apply, "__tensorview__", False)
-    )
+    """Whether tensorview's ``nn.Module.__call__``, ``_apply`` or ``__getattr__`` wrapper is
+    installed (for tests)."""
+    return any(getattr(getattr(nn.Module, k), "__tensorview__", False) for k in ("__call__", "_apply", "__getattr__"))
 
 
 __all__ = ["BaseRecorder", "Recorder", "is_patched"]

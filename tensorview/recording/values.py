@@ -7,12 +7,14 @@ mask helpers ask ``attention_mask.all()`` to skip the mask, which fails on meta
 caller gave them.  So each small input moved to meta keeps its CPU values
 (``keep_values``); an op whose tensor arguments all have values is also run on those values
 on the CPU (``follow``: masks, positions, token ids sliced and compared), and a value
-query on such a tensor (``bool()``, ``.item()``, ``.tolist()``) is answered from them
+query on such a tensor (``bool()``, ``.item()``, ``.tolist()``, ``x in t``) is answered from them
 (``answer``).  Values are computed outside any dispatch mode (the cost probe's FLOP
 counter does not count them).  Tensors computed from parameters, or from anything without values, have
 none, so a query on them fails as before (with the hint to record on the CPU or with
 ``device="fake"``).  Ops with randomness are never run on values (they would move the
-CPU's random state), nor results over ``LIMIT`` elements kept.
+CPU's random state), except the random factories (``torch.rand([])``: layer drop in
+training), whose values are drawn from a generator of our own; results over ``LIMIT``
+elements are never kept.
 """
 
 from __future__ import annotations
@@ -35,11 +37,24 @@ LIMIT = 1 << 16
 #: queries that read values (answered from the values kept)
 VALUE_QUERIES = frozenset(
     q
-    for q in (getattr(_Tensor, n, None) for n in ("__bool__", "__int__", "__float__", "__index__", "item", "tolist"))
+    for q in (
+        getattr(_Tensor, n, None)
+        for n in ("__bool__", "__int__", "__float__", "__index__", "item", "tolist", "__contains__")
+    )
     if q is not None and q in QUERIES
 ) | frozenset(q for q in (getattr(torch, "is_nonzero", None), getattr(_Tensor, "is_nonzero", None)) if q is not None)
 #: parts of op names that draw random numbers
 _RANDOM = ("rand", "dropout", "bernoulli", "normal", "multinomial", "poisson", "exponential", "uniform", "cauchy")
+
+
+#: the generator random factories on meta draw their values from (never the CPU's own:
+#: recording must not move the caller's random state)
+_RNG = torch.Generator().manual_seed(0)
+
+
+#: the factories of random numbers that take a ``generator`` (``torch.rand([])``: a layer
+#: dropped in training with probability ``layerdrop``, as wav2vec2 and M2M100 do)
+_RANDOM_FACTORIES = frozenset((torch.rand, torch.randn, torch.randint, torch.randperm))
 
 
 class _NoValue(Exception):
@@ -67,9 +82,10 @@ def value_of(t: Any) -> torch.Tensor | None:
 
 def answer(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Value query ``func`` on ``args[0]``, a tensor with values (``value_of``), answered
-    from them."""
+    from them (``x in t``: ``x`` too, where it is a tensor with values)."""
     with _Disable(), _no_modes():
-        return func(value_of(args[0]), *args[1:], **kwargs)
+        rest = tuple(value_of(a) if isinstance(a, _Tensor) and value_of(a) is not None else a for a in args[1:])
+        return func(value_of(args[0]), *rest, **kwargs)
 
 
 def _sub(x: Any) -> Any:
@@ -94,8 +110,12 @@ def follow(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -
     name = getattr(func, "__name__", "") or ""
     with _Disable():
         try:
-            if any(r in name for r in _RANDOM) or not _small(out):
+            if not _small(out):
                 raise _NoValue
+            if any(r in name for r in _RANDOM):
+                if func not in _RANDOM_FACTORIES or "generator" in kwargs:
+                    raise _NoValue
+                kwargs = {**kwargs, "generator": _RNG}  # drawn from our own generator
             vargs = _sub(args)
             vkwargs = _sub(kwargs)
             if vkwargs.get("device") == "meta":

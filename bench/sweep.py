@@ -1,0 +1,387 @@
+"""A sweep for wrong graphs: transformers architectures from small configs (no download),
+each recorded with ``draw_graph`` on the CPU and on meta, and judged by independent means.
+
+For every architecture (the model in training mode, recorded in ``eval``: a copy):
+
+* the ops recorded on the CPU and on meta are the same (names and counts, then order and
+  module paths);
+* the graph's output shapes are the plain forward's;
+* every parameter that gets a gradient in a plain forward and backward is drawn (or the
+  graph warns);
+* ``lint()`` passes, and the model is unchanged afterwards (parameter objects and values,
+  buffers, training flags, hooks).
+
+``KNOWN`` lists what is expected to differ, with the reason.  Run it from the repository
+root: ``PYTHONPATH=$PWD python bench/sweep.py [model_type ...]``; it prints one line per
+architecture and exits 1 when a problem not in ``KNOWN`` was found (about 3 min here).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+import transformers
+from torch import nn
+
+import tensorview as tv
+
+#: config fields set where the config has them (each family names them its own way)
+SMALL: dict[str, Any] = dict(
+    hidden_size=32,
+    n_embd=32,
+    d_model=32,
+    dim=32,
+    n_embed=32,
+    num_hidden_layers=2,
+    n_layer=2,
+    num_layers=2,
+    n_layers=2,
+    encoder_layers=2,
+    decoder_layers=2,
+    num_decoder_layers=2,
+    num_attention_heads=4,
+    n_head=4,
+    n_heads=4,
+    num_heads=4,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=64,
+    n_inner=64,
+    ffn_dim=64,
+    encoder_ffn_dim=64,
+    decoder_ffn_dim=64,
+    d_ff=64,
+    hidden_dim=64,
+    d_kv=8,
+    head_dim=8,
+    vocab_size=100,
+    max_position_embeddings=64,
+    n_positions=64,
+    pad_token_id=0,
+    bos_token_id=1,
+    eos_token_id=2,
+    decoder_start_token_id=0,
+    use_cache=False,
+)
+
+Inputs = Callable[[], dict[str, torch.Tensor]]
+
+
+def ids(n: int = 8) -> Inputs:
+    return lambda: {"input_ids": torch.randint(3, 100, (1, n))}
+
+
+def s2s() -> dict[str, torch.Tensor]:
+    return {"input_ids": torch.randint(3, 100, (1, 8)), "decoder_input_ids": torch.randint(3, 100, (1, 5))}
+
+
+def pix(size: int = 32) -> Inputs:
+    return lambda: {"pixel_values": torch.randn(1, 3, size, size)}
+
+
+def text_image() -> dict[str, torch.Tensor]:
+    return {"input_ids": torch.randint(3, 100, (1, 8)), "pixel_values": torch.randn(1, 3, 32, 32)}
+
+
+def video() -> dict[str, torch.Tensor]:
+    return {"pixel_values": torch.randn(1, 4, 3, 32, 32)}
+
+
+def wav() -> dict[str, torch.Tensor]:
+    return {"input_values": torch.randn(1, 1600)}
+
+
+def whisper() -> dict[str, torch.Tensor]:
+    return {"input_features": torch.randn(1, 80, 3000), "decoder_input_ids": torch.randint(3, 100, (1, 5))}
+
+
+def speech() -> dict[str, torch.Tensor]:
+    return {"input_features": torch.randn(1, 60, 80), "decoder_input_ids": torch.randint(3, 100, (1, 5))}
+
+
+_STAGES = dict(hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1])
+_CONV = dict(conv_dim=[8, 8], conv_stride=[5, 4], conv_kernel=[10, 4], num_feat_extract_layers=2)
+_CONV.update(num_conv_pos_embeddings=8, num_conv_pos_embedding_groups=2)
+_MOE = dict(num_local_experts=4, num_experts_per_tok=2)
+
+#: model_type -> (config fields beyond SMALL, inputs)
+ARCHS: dict[str, tuple[dict[str, Any], Inputs]] = {
+    # decoder-only
+    **{
+        name: ({}, ids())
+        for name in [
+            "gpt2",
+            "gpt_neox",
+            "opt",
+            "bloom",
+            "falcon",
+            "mpt",
+            "llama",
+            "mistral",
+            "qwen2",
+            "qwen3",
+            "phi",
+            "phi3",
+            "gemma",
+            "gemma2",
+            "stablelm",
+            "olmo",
+            "olmo2",
+            "starcoder2",
+            "cohere",
+            "persimmon",
+            "xglm",
+            "biogpt",
+            "ctrl",
+            "granite",
+            "gpt_bigcode",
+            "glm",
+            "glm4",
+            "nemotron",
+            "helium",
+            "exaone4",
+            "smollm3",
+            "arcee",
+            "ernie4_5",
+            "seed_oss",
+            "hunyuan_v1_dense",
+            "gpt_neox_japanese",
+        ]
+    },
+    "gpt_neo": (dict(attention_types=[[["global", "local"], 1]], window_size=4), ids()),
+    "gptj": (dict(rotary_dim=4), ids()),
+    "codegen": (dict(rotary_dim=4, n_ctx=64), ids()),
+    # encoders
+    **{
+        name: ({}, ids())
+        for name in [
+            "bert",
+            "roberta",
+            "deberta",
+            "deberta-v2",
+            "ernie",
+            "camembert",
+            "xlm-roberta",
+            "nystromformer",
+            "canine",
+            "fnet",
+            "xlnet",
+            "megatron-bert",
+            "roformer",
+            "layoutlm",
+            "mpnet",
+            "ibert",
+            "esm",
+            "data2vec-text",
+            "splinter",
+            "mra",
+            "yoso",
+            "markuplm",
+        ]
+    },
+    "albert": (dict(embedding_size=16), ids()),
+    "electra": (dict(embedding_size=16), ids()),
+    "convbert": (dict(embedding_size=32), ids()),
+    "squeezebert": (dict(embedding_size=32), ids()),
+    "mobilebert": (dict(embedding_size=16, intra_bottleneck_size=16, true_hidden_size=16), ids()),
+    "rembert": (dict(input_embedding_size=16, output_embedding_size=16), ids()),
+    "longformer": (dict(attention_window=4), ids()),
+    "big_bird": (dict(attention_type="block_sparse", block_size=2, num_random_blocks=1), ids(32)),
+    "modernbert": (dict(global_attn_every_n_layers=2, local_attention=4), ids()),
+    "xlm": (dict(emb_dim=32), ids()),
+    "flaubert": (dict(emb_dim=32), ids()),
+    "xmod": (dict(languages=["en_XX"], default_language="en_XX"), ids()),
+    # encoder-decoder
+    **{
+        name: ({}, s2s)
+        for name in ["t5", "mt5", "umt5", "bart", "mbart", "pegasus", "marian", "blenderbot", "prophetnet", "m2m_100"]
+    },
+    "led": (dict(attention_window=4), s2s),
+    "switch_transformers": (dict(num_experts=4), s2s),
+    # mixture of experts, state space, recurrent
+    "mixtral": (_MOE, ids()),
+    "phimoe": (_MOE, ids()),
+    "granitemoe": (_MOE, ids()),
+    "gpt_oss": (_MOE, ids()),
+    "qwen2_moe": (
+        dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=32),
+        ids(),
+    ),
+    "qwen3_moe": (dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32), ids()),
+    "olmoe": (dict(num_experts=4, num_experts_per_tok=2), ids()),
+    "jamba": (
+        dict(
+            num_experts=2,
+            num_experts_per_tok=1,
+            mamba_d_state=8,
+            mamba_dt_rank=4,
+            expert_layer_period=2,
+            attn_layer_period=2,
+            attn_layer_offset=1,
+        ),
+        ids(),
+    ),
+    "mamba": (dict(state_size=8, expand=2, time_step_rank=4), ids()),
+    "falcon_mamba": (dict(state_size=8, expand=2, time_step_rank=4), ids()),
+    "mamba2": (dict(state_size=8, expand=2, n_groups=1, num_heads=8, head_dim=8, chunk_size=4), ids()),
+    "rwkv": (dict(attention_hidden_size=32, context_length=64), ids()),
+    "recurrent_gemma": (dict(lru_width=32, attention_window_size=8, block_types=["recurrent", "attention"]), ids()),
+    # vision, video, audio, text and image
+    **{
+        name: (dict(image_size=32, patch_size=8), pix())
+        for name in ["vit", "deit", "beit", "dinov2", "data2vec-vision"]
+    },
+    "yolos": (dict(image_size=[32, 32], patch_size=8, num_detection_tokens=4), pix()),
+    "convnext": (dict(_STAGES, num_stages=4), pix()),
+    "resnet": (dict(_STAGES, embedding_size=8), pix()),
+    "poolformer": (_STAGES, pix()),
+    "regnet": ({}, pix()),
+    "levit": (dict(image_size=64), pix(64)),
+    "mobilenet_v2": (dict(image_size=32), pix()),
+    "efficientnet": (dict(image_size=32, hidden_dim=2560), pix()),
+    "swin": (dict(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4), pix()),
+    "mobilevit": (dict(image_size=32, hidden_sizes=[16, 16, 16], neck_hidden_sizes=[8, 8, 16, 16, 16, 16, 32]), pix()),
+    "segformer": (dict(_STAGES, decoder_hidden_size=32, num_attention_heads=[1, 1, 2, 2]), pix()),
+    "glpn": (dict(_STAGES, decoder_hidden_size=32, num_attention_heads=[1, 1, 2, 2]), pix()),
+    "pvt": (dict(_STAGES, num_attention_heads=[1, 1, 2, 2], image_size=32), pix()),
+    "videomae": (dict(image_size=32, patch_size=8, num_frames=4, tubelet_size=2), video),
+    "timesformer": (dict(image_size=32, patch_size=8, num_frames=4), video),
+    "wav2vec2": (_CONV, wav),
+    "hubert": (_CONV, wav),
+    "whisper": (dict(num_mel_bins=80, max_source_positions=1500, max_target_positions=64), whisper),
+    "speech_to_text": (dict(input_feat_per_channel=80, conv_channels=16, max_source_positions=64), speech),
+    "clip": ({}, text_image),
+    "owlvit": ({}, text_image),
+}
+
+#: model_type -> (what is expected to differ, why)
+KNOWN: dict[str, tuple[str, str]] = {
+    **{
+        name: (
+            "ops cpu!=meta",
+            "the experts kernel branches on the device: histc of .float() ids on the CPU, .int() elsewhere",
+        )
+        for name in ["mixtral", "phimoe", "granitemoe", "gpt_oss", "qwen2_moe", "qwen3_moe", "olmoe", "jamba"]
+    },
+    "switch_transformers": (
+        "meta: RecordingError",
+        "expert routing indexes by a mask (nonzero): device='fake' records it",
+    ),
+    "xmod": ("meta: RecordingError", "language adapters select rows by a mask (nonzero): device='fake' records it"),
+}
+
+
+def small(cfg: Any, extra: dict[str, Any]) -> Any:
+    """``cfg`` with the fields of ``SMALL`` it has and ``extra``; sub-configs (text,
+    vision) shrunk too."""
+    for k, v in {**SMALL, **extra}.items():
+        if hasattr(cfg, k) or k in extra:
+            with contextlib.suppress(AttributeError, TypeError, ValueError):
+                setattr(cfg, k, v)
+    for k in list(vars(cfg)):
+        sub = getattr(cfg, k)
+        if k.endswith("_config") and isinstance(sub, transformers.PretrainedConfig):
+            small(sub, {f: v for f, v in (("image_size", 32), ("patch_size", 8)) if hasattr(sub, f)})
+    return cfg
+
+
+def snapshot(m: nn.Module) -> tuple[Any, ...]:
+    return (
+        [(n, p, p.detach().clone()) for n, p in m.named_parameters()],
+        [(n, b.detach().clone()) for n, b in m.named_buffers()],
+        [x.training for x in m.modules()],
+        [(dict(x._forward_hooks), dict(x._forward_pre_hooks)) for x in m.modules()],
+    )
+
+
+def changed(a: tuple[Any, ...], b: tuple[Any, ...]) -> str | None:
+    if [(n, id(p)) for n, p, _ in a[0]] != [(n, id(p)) for n, p, _ in b[0]]:
+        return "parameter objects"
+    if not all(torch.equal(x, y) for (_, _, x), (_, _, y) in zip(a[0], b[0])):
+        return "parameter values"
+    if [n for n, _ in a[1]] != [n for n, _ in b[1]] or not all(torch.equal(x, y) for (_, x), (_, y) in zip(a[1], b[1])):
+        return "buffers"
+    if a[2] != b[2]:
+        return "training flags"
+    return "hooks" if a[3] != b[3] else None
+
+
+def shapes(value: Any) -> list[tuple[int, ...]]:
+    return sorted(tuple(t.shape) for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor))
+
+
+def check(name: str) -> list[str]:
+    extra, inputs = ARCHS[name]
+    torch.manual_seed(0)
+    model = transformers.AutoModel.from_config(small(transformers.AutoConfig.for_model(name), extra))
+    x = inputs()
+    model.eval()
+    out = model(**x)  # the plain forward, and the parameters it uses (those given a gradient)
+    sum(
+        t.float().sum() for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.is_floating_point()
+    ).backward()
+    used = {n for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    model.train()
+    before = snapshot(model)
+    problems: list[str] = []
+    graphs = {}
+    for device in ("cpu", "meta"):
+        try:
+            graphs[device] = tv.draw_graph(model, input_data=dict(x), device=None if device == "cpu" else device).graph
+        except Exception as e:  # noqa: BLE001 - reported
+            problems.append(f"{device}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+    if (what := changed(before, snapshot(model))) is not None:
+        problems.append(f"model changed: {what}")
+    if len(graphs) == 2:
+        cpu, meta = ([(f.op, f.path) for f in graphs[d].functions()] for d in ("cpu", "meta"))
+        c, m = collections.Counter(op for op, _ in cpu), collections.Counter(op for op, _ in meta)
+        if c != m:
+            problems.append(f"ops cpu!=meta: cpu only {dict(c - m)}, meta only {dict(m - c)}")
+        elif cpu != meta:
+            problems.append("ops cpu!=meta in order or module paths")
+    names = {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
+    for device, g in graphs.items():
+        g.lint()
+        drawn_shapes = sorted(tuple(s) for s in g.shapes(g.outputs))
+        if drawn_shapes != shapes(out):
+            problems.append(f"{device}: output shapes {drawn_shapes}, plain {shapes(out)}")
+        drawn = {t.source_name for t in g.tensors() if t.is_param}
+        if (missing := sorted(used - drawn)) and not g.warnings:
+            problems.append(f"{device}: {len(missing)} parameters used but not drawn ({missing[0]}...)")
+        if strays := sorted(n for n in drawn if n and n not in names):
+            problems.append(f"{device}: parameters drawn that the model lacks ({strays[0]}...)")
+        if g.warnings:
+            problems.append(f"{device}: warnings {g.warnings[:2]}")
+    return problems
+
+
+def main(names: list[str]) -> int:
+    warnings.filterwarnings("ignore")
+    transformers.logging.set_verbosity_error()
+    new = 0
+    for name in names or list(ARCHS):
+        start = time.perf_counter()
+        try:
+            problems = check(name)
+        except Exception as e:  # noqa: BLE001 - a config this sweep could not build: reported
+            problems = [f"setup: {type(e).__name__}: {str(e)[:160]}"]
+        known = KNOWN.get(name)
+        expected = known is not None and all(p.startswith(known[0]) for p in problems)
+        new += bool(problems) and not expected
+        verdict = "ok" if not problems else f"known ({known[1]})" if expected and known else " | ".join(problems)
+        print(f"{name:22s} {time.perf_counter() - start:5.1f}s  {verdict}", flush=True)
+    return 1 if new else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
