@@ -19,6 +19,7 @@ from tensorview.compare.picture import marks
 from tensorview.render import html as viewer_html
 
 from .browser import Browser, why_no_browser
+from .fixtures.cli import isolated_cli, run  # noqa: F401  (isolated_cli: autouse here)
 from .fixtures.diff_models import IDS, Spec, Tiny
 
 S = Spec()
@@ -85,6 +86,19 @@ def test_pairs_and_colours_name_the_matched_and_edited_nodes() -> None:
 def test_a_picture_cannot_be_the_viewer(tmp_path: Path) -> None:
     with pytest.raises(tv.InvalidInputError, match="layout 'viewer' is the .html page's"):
         edited().save(tmp_path / "d.svg", layout="viewer")
+
+
+def test_the_cli_writes_the_viewer_page_unless_a_static_layout_is_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    for name, spec in (("a", S), ("b", S.but(other_act_in=frozenset({1})))):
+        Path(f"{name}.json").write_text(json.dumps(tv.draw_graph(Tiny(spec), input_data=IDS).graph.to_dict()))
+    code, _, _ = run(capsys, "diff", "a.json", "b.json", "-o", "d.html", "-q")
+    live = Path("d.html").read_text()
+    assert code == 1 and live.count("<!--tv:data:") == 2 and "<svg" not in live
+    assert [kind for kind, _, _ in items(live)] == ["class", "ops"]
+    code, _, _ = run(capsys, "diff", "a.json", "b.json", "-o", "s.gv", "--layout", "side", "-q")
+    assert code == 1 and 'subgraph "cluster_a:"' in Path("s.gv").read_text()
+    code, _, err = run(capsys, "diff", "a.json", "b.json", "-o", "d.svg", "--layout", "viewer", "-q")
+    assert code == 2 and "--layout viewer is the .html page's" in err and not Path("d.svg").exists()
 
 
 def test_names_are_escaped_on_the_page(tmp_path: Path) -> None:

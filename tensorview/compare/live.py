@@ -41,7 +41,8 @@ body{font:13px system-ui,sans-serif;display:flex}
 .tv-side{flex:1;min-width:0;display:flex;flex-direction:column;border-right:1px solid #ccc}
 .tv-side h2{font-size:13px;margin:0;padding:4px 8px;background:#f3f3f3}
 .tv-pane{flex:1;min-height:0}
-.tv-side .tv-svg .tv-node .tv-node-rect{fill:#fff}
+.tv-side .tv-svg .tv-node .tv-node-rect{fill:var(--tv-background)}
+.tv-side .tv-svg .tv-diff-added text,.tv-side .tv-svg .tv-diff-removed text,.tv-side .tv-svg .tv-diff-changed text{fill:#222}
 .tv-side .tv-svg .tv-node.tv-diff-added .tv-node-rect,.tv-side .tv-svg .tv-cluster.tv-diff-added>.tv-cluster-rect{fill:#7bd87b}
 .tv-side .tv-svg .tv-node.tv-diff-removed .tv-node-rect,.tv-side .tv-svg .tv-cluster.tv-diff-removed>.tv-cluster-rect{fill:#ff8a8a}
 .tv-side .tv-svg .tv-node.tv-diff-changed .tv-node-rect,.tv-side .tv-svg .tv-cluster.tv-diff-changed>.tv-cluster-rect{fill:#ffc94d}
