@@ -23,7 +23,6 @@ from .fixtures.cli import isolated_cli, run  # noqa: F401  (isolated_cli: autous
 from .fixtures.diff_models import IDS, Spec, Tiny
 
 S = Spec()
-NO_BROWSER = why_no_browser()
 
 
 def edited() -> Any:
@@ -116,7 +115,7 @@ def test_names_are_escaped_on_the_page(tmp_path: Path) -> None:
 
 
 # -- in a browser ----------------------------------------------------------------------------
-needs_browser = pytest.mark.skipif(NO_BROWSER is not None, reason=f"no browser: {NO_BROWSER}")
+needs_browser = pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
 
 
 def ready(b: Browser) -> None:
