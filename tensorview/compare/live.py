@@ -122,14 +122,15 @@ def live_page(d: GraphDiff, depth: int | None = None) -> str:
 
 def pairs(d: GraphDiff) -> list[list[int]]:
     """Matched node ids ``[a, b]``: module calls (renamed and wrapped ones too), the ops
-    the alignment paired, and the own ops of matched calls with as many ops, in order."""
+    the alignment paired, and the own ops of the other matched calls with as many ops
+    (equal structures, which the alignment leaves unpaired), in order."""
     assert d.trees is not None
     ta, tb = d.trees
     out: dict[int, int] = {**d.matched, **d.wrapped, **d.matched_ops}
     for i, j in d.matched.items():
         ca, cb = ta.calls.get(i), tb.calls.get(j)
-        if ca is None or cb is None or len(ca.ops) != len(cb.ops):
-            continue
+        if ca is None or cb is None or len(ca.ops) != len(cb.ops) or any(o in d.matched_ops for o in ca.ops):
+            continue  # calls the alignment paired the ops of are as it paired them
         for x, y in zip(ca.ops, cb.ops):
             out.setdefault(x, y)
     return [[a, b] for a, b in sorted(out.items())]
