@@ -169,6 +169,15 @@ def test_the_list_opens_and_selects_each_difference_in_both_viewers(browser: Bro
     b_nodes = drawn(browser, "b")
     assert "tv-diff-added" in b_nodes[q_norm] and "tv-selected" in b_nodes[q_norm]
     assert selected(browser) == [attn_a, q_norm] and "tv-selected" in drawn(browser, "a")[attn_a]
+    # the renamed attention: an opened box in b (selected as a box), a closed one in a
+    browser.js(
+        "document.querySelectorAll('#list li')[arguments[0]].click()",
+        texts.index("renamed layers.1.attn -> layers.1.self_attn"),
+    )
+    ready(browser)
+    attn_b = call(d, 1, "layers.1.self_attn")
+    assert selected(browser) == [attn_a, attn_b]
+    assert {"tv-cluster", "tv-selected"} <= set(drawn(browser, "b")[attn_b].split())
     # the changed activation: amber and selected in both
     act = [call(d, 0, "layers.0.mlp.act"), call(d, 1, "layers.0.mlp.act")]
     browser.js(

@@ -70,8 +70,9 @@ document.addEventListener("tensorview:open",function(ev){mirror(ev,function(o,t)
  if(o.state.open.get(t)!==true)o.openPath(t);});});
 document.addEventListener("tensorview:close",function(ev){mirror(ev,function(o,t){
  if(o.state.open.get(t)!==false)o.close(t);});});
+function shown(v,t){return t<0?-1:v.canvas.boxes&&v.canvas.boxes.get(t)?t:v.drawnFor(t);}
 document.addEventListener("tensorview:select",function(ev){mirror(ev,function(o,t){
- var k=t<0?-1:o.drawnFor(t);if(o.selected!==k)o.select(k,k>=0);});});
+ var k=shown(o,t);if(o.selected!==k)o.select(k,k>=0);});});
 document.addEventListener("tensorview:drawn",function(ev){var v=ev.detail.viewer,m=marks[side(v)];
  v.root.querySelectorAll("[data-id],[data-cluster]").forEach(function(e){
   var c=m.get(Number(e.getAttribute("data-id")||e.getAttribute("data-cluster")));
@@ -80,7 +81,8 @@ var items=[].slice.call(document.querySelectorAll("#list li")),at=-1;
 function show(i){at=i;items.forEach(function(li,k){li.classList.toggle("on",k===i);});
  var ids=JSON.parse(items[i].dataset.ids);
  [0,1].forEach(function(s){var v=viewer(s);if(!v||ids[s]<0)return;
-  quiet=true;try{v.reveal(ids[s]);}finally{quiet=false;}});}
+  var id=ids[s];quiet=true;try{v.reveal(id).then(function(){var k=shown(v,id);
+   if(v.selected!==k&&k>=0)v.select(k,true);});}finally{quiet=false;}});}
 items.forEach(function(li,k){li.addEventListener("click",function(){show(k);});});
 document.addEventListener("keydown",function(e){if(!items.length||/^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName))return;
  if(e.key==="n")show((at+1)%items.length);if(e.key==="p")show((at-1+items.length)%items.length);});
