@@ -94,6 +94,7 @@ def test_the_cli_writes_the_viewer_page_unless_a_static_layout_is_asked(capsys: 
     live = Path("d.html").read_text()
     assert code == 1 and live.count("<!--tv:data:") == 2 and "<svg" not in live
     assert [kind for kind, _, _ in items(live)] == ["class", "ops"]
+    assert re.findall(r"<h2>([^<]*)</h2>", live) == ["a: a.json", "b: b.json"]  # the targets as named
     code, _, _ = run(capsys, "diff", "a.json", "b.json", "-o", "s.gv", "--layout", "side", "-q")
     assert code == 1 and 'subgraph "cluster_a:"' in Path("s.gv").read_text()
     code, _, err = run(capsys, "diff", "a.json", "b.json", "-o", "d.svg", "--layout", "viewer", "-q")

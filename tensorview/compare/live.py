@@ -98,8 +98,8 @@ def live_page(d: GraphDiff, depth: int | None = None) -> str:
     assert d.trees is not None
     trees = d.trees
     sides = []
-    for k, (letter, t) in enumerate(zip("ab", trees)):
-        name = f"{letter}: {t.name}"
+    for k, (letter, t, given) in enumerate(zip("ab", trees, d.names)):
+        name = f"{letter}: {given or t.name}"  # the CLI's target names where it set them
         drawing = ComputationGraph(t.graph, ViewOptions(depth=chosen, fold=False), RenderOptions(graph_name=name))
         markup = viewer_markup(drawing, height=None, inline=False, library_=k == 0)
         sides.append(
