@@ -125,7 +125,7 @@ def test_model_names_are_escaped_in_the_picture() -> None:
 @pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_the_html_page_lists_each_difference_with_its_calls(tmp_path: Path) -> None:
     d = picture_diff()
-    text = Path(d.save(tmp_path / "d.html")).read_text()
+    text = Path(d.save(tmp_path / "d.html", layout="side")).read_text()
     assert text.startswith("<!DOCTYPE html>") and "<svg" in text and "<?xml" not in text
     items = re.findall(r'<li data-nodes="([^"]*)"><span class="k">(\w+)</span> ([^<]*)</li>', text)
     import html as html_module
@@ -149,7 +149,7 @@ def test_the_html_page_escapes_model_names(tmp_path: Path) -> None:
             return getattr(self, "</script><b>x")(x)
 
     d = tv.diff(Evil(nn.ReLU), Evil(nn.GELU), input_size=(1, 4))
-    text = Path(d.save(tmp_path / "e.html")).read_text()
+    text = Path(d.save(tmp_path / "e.html", layout="side")).read_text()
     assert "</script><b>" not in text and "&lt;/script&gt;&lt;b&gt;x" in text
 
 
@@ -159,7 +159,7 @@ def test_the_html_page_outlines_the_calls_of_the_chosen_difference(tmp_path: Pat
 
     if why_no_browser() is not None:
         pytest.skip(f"no browser: {why_no_browser()}")
-    path = picture_diff().save(tmp_path / "d.html")
+    path = picture_diff().save(tmp_path / "d.html", layout="side")
     b = Browser()
     try:
         b.driver.get(Path(path).resolve().as_uri())

@@ -143,7 +143,7 @@ def test_pictures_are_merged_by_default_and_side_by_side_on_request(tmp_path: Pa
     side = Path(d.save(tmp_path / "s.gv", layout="side")).read_text()
     assert merged == merged_source(d) and 'subgraph "cluster_a:"' not in merged
     assert 'subgraph "cluster_a:"' in side and 'subgraph "cluster_b:"' in side
-    with pytest.raises(tv.InvalidInputError, match=r"layout must be one of \['merged', 'side'\], got 'both'"):
+    with pytest.raises(tv.InvalidInputError, match=r"layout must be one of \['merged', 'side', 'viewer'\], got 'both'"):
         d.save(tmp_path / "x.gv", layout="both")
 
 

@@ -39,7 +39,8 @@ def add_parsers(commands: Any, add_target_options: Any, add_general_options: Any
         choices=LAYOUTS,
         default=None,
         help="a picture's layout: merged (one graph, the union of both: the default of pictures) "
-        "or side (both side by side: the default of .html)",
+        "or side (both side by side); .html also takes viewer (both graphs in the interactive viewer, "
+        "opening and selection kept in step: its default)",
     )
     add_general_options(p)
     f = commands.add_parser("fingerprint", help="print a structural hash of the architecture (same model, same hash)")

@@ -54,7 +54,7 @@ def run_diff(ns: argparse.Namespace, progress: Progress) -> int:
     if bad:
         raise UsageError(f"--ignore: unknown kind {bad[0]!r} (allowed: {', '.join(KINDS)})")
     if ns.output:
-        _check_output(ns.output)
+        _check_output(ns.output, ns.layout)
     ga, na = graph_of(ns, ns.target, progress)
     gb, nb = graph_of(ns, ns.other, progress)
     with progress.step("comparing"):
@@ -73,7 +73,9 @@ def run_fingerprint(ns: argparse.Namespace, progress: Progress) -> int:
     return 0
 
 
-def _check_output(path: str) -> None:
+def _check_output(path: str, layout: str | None) -> None:
     ext = os.path.splitext(path)[1].lstrip(".").lower()
     if ext not in ("json", "txt", "html", "svg", "gv", "dot", "png", "pdf"):
         raise UsageError(f"-o {path!r}: the diff is written as .json, .txt, .html, .svg, .gv, .png or .pdf")
+    if layout == "viewer" and ext != "html":
+        raise UsageError(f"--layout viewer is the .html page's (-o {path!r}): pictures are merged or side")

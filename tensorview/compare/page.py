@@ -15,6 +15,7 @@ from ..render.executable import run_dot
 from .picture import drawing
 
 if TYPE_CHECKING:
+    from .index import Tree
     from .report import GraphDiff
 
 STYLE = """
@@ -61,20 +62,44 @@ def entries(d: GraphDiff) -> list[tuple[str, str, list[str]]]:
     if d.trees is None:
         return []
     ta, tb = d.trees
-    na, nb = ta.graph.nodes, tb.graph.nodes
-    out: list[tuple[float, str, str, list[str]]] = []
+    out = []
+    for kind, text, i, j in entry_ids(d):
+        names = ([f"a:{ta.graph.nodes[i].name}"] if i >= 0 else []) + (
+            [f"b:{tb.graph.nodes[j].name}"] if j >= 0 else []
+        )
+        out.append((kind, text, names))
+    return out
+
+
+def entry_ids(d: GraphDiff, nearest: bool = False) -> list[tuple[str, str, int, int]]:
+    """``(kind, text, id in a, id in b)`` per difference, unfolded, in report order; -1
+    where a side has no such call (``nearest``: there, the nearest call around it that
+    has a match on that side, e.g. the block a call was added to)."""
+    if d.trees is None:
+        return []
+    ta, tb = d.trees
+    back = {j: i for i, j in d.matched.items()}
+    out: list[tuple[float, str, str, int, int]] = []
     for e in d.removed_calls:
-        out.append((e.order, "removed", f"{e.path} ({e.cls})", [f"a:{na[e.node].name}"]))
+        out.append(
+            (e.order, "removed", f"{e.path} ({e.cls})", e.node, _around(ta, e.node, d.matched) if nearest else -1)
+        )
     for e in d.added_calls:
-        out.append((e.order, "added", f"{e.path} ({e.cls})", [f"b:{nb[e.node].name}"]))
+        out.append((e.order, "added", f"{e.path} ({e.cls})", _around(tb, e.node, back) if nearest else -1, e.node))
     for c in d.changed:
-        names = [f"a:{na[c.nodes[0]].name}", f"b:{nb[c.nodes[1]].name}"]
         for x in c.differences:
-            out.append((c.order, x.kind, f"{c.a or '(root)'}: {x.detail}", names))
+            out.append((c.order, x.kind, f"{c.a or '(root)'}: {x.detail}", c.nodes[0], c.nodes[1]))
     renamed = {(ta.calls[i].path, tb.calls[j].path): (i, j) for i, j in d.matched.items() if i in ta.calls}
     for a, b in d.renamed:
         i, j = renamed.get((a, b), (-1, -1))
-        names = [f"a:{na[i].name}", f"b:{nb[j].name}"] if i >= 0 else []
-        out.append((i, "renamed", f"{a} -> {b}", names))
+        out.append((i, "renamed", f"{a} -> {b}", i, j))
     out.sort(key=lambda x: x[0])
-    return [(k, t, n) for _, k, t, n in out]
+    return [(k, t, i, j) for _, k, t, i, j in out]
+
+
+def _around(t: Tree, node: int, matched: dict[int, int]) -> int:
+    """The id, on the other side, of the nearest call around ``node`` that is matched (-1: none)."""
+    p = t.graph.nodes[node].parent
+    while p is not None and p not in matched:
+        p = t.graph.nodes[p].parent
+    return -1 if p is None else matched[p]

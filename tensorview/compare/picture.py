@@ -166,7 +166,8 @@ def drawing(d: GraphDiff, depth: int | None = None, layout: str = "merged") -> s
 
 def save(d: GraphDiff, path: str | os.PathLike[str], *, depth: int | None = None, layout: str | None = None) -> str:
     """Write ``d`` to ``path`` in the format its extension names (report.GraphDiff.save);
-    ``layout``: ``"merged"`` (the default of pictures) or ``"side"`` (that of the page)."""
+    ``layout``: ``"merged"`` (the default of pictures), ``"side"`` or ``"viewer"`` (that
+    of the page: live.py)."""
     path = os.fspath(path)
     if layout is not None and layout not in LAYOUTS:
         raise InvalidInputError(f"layout must be one of {list(LAYOUTS)}, got {layout!r:.80}")
@@ -175,10 +176,16 @@ def save(d: GraphDiff, path: str | os.PathLike[str], *, depth: int | None = None
         text = d.to_json() + "\n"
     elif ext == "txt":
         text = str(d) + "\n"
+    elif ext == "html" and layout in (None, "viewer"):
+        from .live import live_page
+
+        text = live_page(d, depth)
     elif ext == "html":
         from .page import page
 
         text = page(d, depth, layout or "side")
+    elif ext in PICTURES and layout == "viewer":
+        raise InvalidInputError(f"layout 'viewer' is the .html page's; a picture ({path!r}) is 'merged' or 'side'")
     elif ext in PICTURES:
         return render_digraph(drawing(d, depth, layout or "merged"), path, ext)
     else:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 KINDS = ("class", "shape", "dtype", "params", "flops", "saved_bytes", "ops", "flow", "order", "wrap", "names")
 LEVELS = ("module", "op")
 #: how a picture puts the two graphs: one merged graph, or side by side
-LAYOUTS = ("merged", "side")
+LAYOUTS = ("merged", "side", "viewer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,11 +186,13 @@ class GraphDiff:
 
     def save(self, path: str, *, depth: int | None = None, layout: str | None = None) -> str:
         """Write the diff to ``path``: ``.json`` (``to_json``), ``.txt`` (the report),
-        ``.html`` (the picture and the list of differences to step through: page.py), or
-        a picture (``.svg``, ``.gv``, ``.png``, ``.pdf``): added green, removed red,
-        changed amber.  ``layout``: ``"merged"``, one graph, the union of both (merged.py,
-        the default of pictures), or ``"side"``, both side by side (picture.py, the
-        default of the page); ``depth``: the deepest module level drawn."""
+        ``.html`` (a page with the list of differences to step through), or a picture
+        (``.svg``, ``.gv``, ``.png``, ``.pdf``): added green, removed red, changed amber.
+        ``layout``: ``"viewer"``, the page's default: both graphs in the interactive
+        viewer, side by side, opening, closing and selection kept in step (live.py);
+        ``"merged"``, one graph, the union of both (merged.py, the default of pictures);
+        ``"side"``, both side by side in one static picture (picture.py).  ``depth``: the
+        deepest module level drawn (the viewers' first depth)."""
         from .picture import save
 
         return save(self, path, depth=depth, layout=layout)

@@ -135,6 +135,7 @@
     highlight(vw);
     details(vw, id, true);
     crumbs(vw, id);
+    vw.emit("select", id);
     if (center && id >= 0) {
       var b = vw.pos && (vw.pos.nodes.get(id) || vw.pos.clusters.get(id));
       if (b) vw.canvas.centerOn(b);

@@ -203,6 +203,7 @@
         if (before && after) self.canvas.keep(after, before);
         else self.canvas.fit();
         TV.panel.afterDraw(self);
+        self.emit("drawn", -1);
         self.status.textContent = view.nodes.length + " nodes · " + view.edges.length + " edges · " + Math.round(self.layoutMs) + " ms";
         self.root.setAttribute("data-nodes", String(view.nodes.length));
       })
@@ -287,6 +288,7 @@
     if (v && v.members) return this.openFold(id, 0);
     if (this.g.kind[id] !== MODULE || !this._openable(id)) return Promise.resolve();
     this.state.open.set(id, true);
+    this.emit("open", id);
     return this.refresh(id);
   };
 
@@ -310,7 +312,23 @@
       return this.refresh(fold.head);
     }
     this.state.open.set(id, false);
+    this.emit("close", id);
     return this.refresh(id);
+  };
+
+  /** Open module call ``id`` and every call around it (what ``open`` does to a box not
+   * drawn yet); resolves when drawn.  No event: pages call it to follow another viewer. */
+  Viewer.prototype.openPath = function (id) {
+    for (var p = id; p >= 0; p = this.g.parent[p]) if (this.g.kind[p] === MODULE && this._openable(p)) this.state.open.set(p, true);
+    return this.refresh(id);
+  };
+
+  /** Tell the page what happened: a bubbling ``tensorview:TYPE`` event on the viewer's root
+   * with ``detail`` ``{viewer, id}``: ``open`` and ``close`` (a module box, by the user or
+   * ``open``/``close``), ``select`` (a node, -1 for none) and ``drawn`` (after each drawing).
+   * compare/live.py keeps two viewers in step through them. */
+  Viewer.prototype.emit = function (type, id) {
+    this.root.dispatchEvent(new CustomEvent("tensorview:" + type, { bubbles: true, detail: { viewer: this, id: id } }));
   };
 
   /** Draw repeat ``at`` (0-based) of the fold whose first call is ``head``, opened. */
