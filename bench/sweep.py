@@ -13,7 +13,8 @@ For every architecture (the model in training mode, recorded in ``eval``: a copy
 
 ``KNOWN`` lists what is expected to differ, with the reason.  Run it from the repository
 root: ``PYTHONPATH=$PWD python bench/sweep.py [model_type ...]``; it prints one line per
-architecture and exits 1 when a problem not in ``KNOWN`` was found (about 3 min here).
+architecture and exits 1 when a problem not in ``KNOWN`` was found (124 architectures, about 45 s here:
+114 ok, 10 known).
 """
 
 from __future__ import annotations
