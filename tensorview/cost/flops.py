@@ -86,6 +86,20 @@ def _shape_of(x: Any) -> Any:
     raise _Slow
 
 
+def _frozen(x: Any) -> Any:
+    """:func:`_shape_of` with lists made tuples: a hashable description of an argument for
+    the formula cache (within one op overload the schema fixes each argument's kind, so a
+    shape and a tuple of ints in one position cannot both occur)."""
+    if isinstance(x, torch.Tensor):
+        return x.shape
+    t = type(x)
+    if t in _LEAVES:
+        return x
+    if t is list or t is tuple:
+        return tuple(_frozen(i) for i in x)
+    raise _Slow
+
+
 def _count(formula: Any, args: Any, kwargs: dict[str, Any], out: Any) -> int:
     """``formula(*args, **kwargs, out_val=out)``: a shape formula is called on the shapes
     directly (the same call ``shape_wrapper`` makes, several times faster)."""
@@ -147,6 +161,9 @@ class OpFlops(TorchDispatchMode):
         self._kind: dict[Any, bool | None] = {}
         self._composite: dict[Any, bool] = {}  # per OpOverload: whether decompose() can work
         self._names: dict[Any, str] = {}
+        # (op, argument shapes and values, result shapes) -> FLOPs of a shape formula: the
+        # formulas read nothing else, and torch's call them through pytree (tens of µs)
+        self._counted: dict[Any, int] = {}
 
     # -- results -------------------------------------------------------------------
     @property
@@ -220,7 +237,7 @@ class OpFlops(TorchDispatchMode):
         key = self.current
         if kind is None:
             try:
-                n = _count(self.registry[func._overloadpacket], args, kwargs, out)
+                n = self._count(func, args, kwargs, out)
             except DATA_DEPENDENT:  # a size that depends on values (fake tensors): not counted
                 self._uncounted(key, op_key(func) + " (data-dependent size)")
             else:
@@ -231,6 +248,21 @@ class OpFlops(TorchDispatchMode):
             name = self._names[func] = op_key(func)
         self._uncounted(key, name)
         return out
+
+    def _count(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> int:
+        """FLOPs of one call of ``func`` (a formula's result is cached by the shapes and
+        values it reads; a raw formula, which may read more, is called each time)."""
+        formula = self.registry[func._overloadpacket]
+        if getattr(formula, "__code__", None) is not _SHAPE_WRAPPER_CODE:
+            return _count(formula, args, kwargs, out)
+        try:
+            sig = (func, _frozen(args), tuple((k, _frozen(v)) for k, v in kwargs.items()), _frozen(out))
+            n = self._counted.get(sig)
+        except (_Slow, TypeError):  # not a plain value: uncached
+            return _count(formula, args, kwargs, out)
+        if n is None:
+            n = self._counted[sig] = _count(formula, args, kwargs, out)
+        return n
 
     def _uncounted(self, key: Key, name: str) -> None:
         u = self.uncounted.get(key)

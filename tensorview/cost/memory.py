@@ -101,6 +101,10 @@ def storage_nbytes(t: torch.Tensor) -> int:
         return 0
 
 
+_PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
+_NO_DISPATCH = torch._C._DisableTorchDispatch
+
+
 def _storage_id(t: torch.Tensor) -> tuple[int, Any]:
     """(address of the StorageImpl, the storage object keeping it alive), or an id of the
     tensor itself when it has no storage we can read."""
@@ -183,20 +187,34 @@ class SavedTensors:
 
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
         with torch._C.DisableTorchFunction():  # plain reads, also for tensor subclasses
-            cdata, obj = _storage_id(t)
+            obj: Any
+            try:  # _storage_id and storage_nbytes, reading the storage once
+                obj = t.untyped_storage()
+                cdata = obj._cdata
+            except (RuntimeError, NotImplementedError, TypeError):
+                cdata, obj = -id(t), t
+            try:
+                nbytes = int(obj.nbytes()) if obj is not t else storage_nbytes(t)
+            except (RuntimeError, NotImplementedError, TypeError):
+                nbytes = storage_nbytes(t)
             sid = self._ids.get(cdata)
             if sid is None:
                 sid = self._ids[cdata] = self._next_sid
                 self._next_sid += 1
                 self._alive.append(obj)
-            nbytes = storage_nbytes(t)
             table = self.param_storages if self._is_param(t, cdata) else self.storages
             per_key = table.get(self.current)
             if per_key is None:
                 per_key = table[self.current] = {}
             per_key[sid] = nbytes
             # a detached alias (autograd's default): a saved output ``t`` itself would hold its
-            # own grad_fn, a cycle through C++ that the garbage collector cannot see
+            # own grad_fn, a cycle through C++ that the garbage collector cannot see.  A plain
+            # tensor is detached below the dispatch modes (the FLOP counter would only see a
+            # zero-FLOP op it ignores); a tensor subclass with its own dispatch (fake tensors)
+            # through them
+            if type(t).__torch_dispatch__ is _PLAIN_DISPATCH:
+                with _NO_DISPATCH():
+                    return t.detach()
             return t.detach()
 
     @staticmethod

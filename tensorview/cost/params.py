@@ -107,8 +107,10 @@ def _owners(model: nn.Module) -> dict[int, list[str]]:
     for path, m in model.named_modules(remove_duplicate=False):
         for p in m._parameters.values():
             if p is not None:
-                paths = owners.setdefault(id(p), [])
-                if path not in paths:
+                paths = owners.get(id(p))
+                if paths is None:
+                    owners[id(p)] = [path]
+                elif path not in paths:
                     paths.append(path)
     return owners
 
@@ -125,18 +127,22 @@ def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> l
     every name they have (``named_modules(remove_duplicate=False)``)."""
     owners = _owners(model)
     own: dict[int, tuple[list[nn.Parameter], tuple[int, int, int, int, int]]] = {}
+    subtrees: dict[int, tuple[dict[int, nn.Parameter], dict[int, torch.Tensor]]] = {}
     seen_modules: set[int] = set()
     rows: list[ModuleParams] = []
     for path, module in calls:
         key = id(module)
         got = own.get(key)
         if got is None:
-            got = own[key] = _counts(module)
+            got = own[key] = _counts(module, subtrees)
         params, (n, trainable, param_bytes, n_buffers, buffer_bytes) = got
         shared = 0
         others: set[str] = set()
         for p in params:
-            outside = [o for o in owners.get(id(p), ()) if not _inside(o, path)]
+            held = owners.get(id(p), ())
+            if len(held) == 1 and held[0] == path:  # the common case: held by this module alone
+                continue
+            outside = [o for o in held if not _inside(o, path)]
             if outside:
                 shared += p.numel()
                 others.update(outside)
@@ -157,15 +163,50 @@ def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> l
     return rows
 
 
-def _counts(module: nn.Module) -> tuple[list[nn.Parameter], tuple[int, int, int, int, int]]:
+def _subtree(
+    module: nn.Module, memo: dict[int, tuple[dict[int, nn.Parameter], dict[int, torch.Tensor]]]
+) -> tuple[dict[int, nn.Parameter], dict[int, torch.Tensor]]:
+    """``({id: parameter}, {id: buffer})`` of ``module``'s tree, each tensor once, in the
+    order of ``module.parameters()``/``buffers()``; made bottom-up and kept in ``memo`` for
+    every module below (one walk for all the calls of a model, not one per call), without
+    recursion (a tree may be as deep as a forward can run)."""
+    got = memo.get(id(module))
+    if got is not None:
+        return got
+    stack: list[tuple[nn.Module, bool]] = [(module, False)]
+    while stack:
+        m, children_done = stack.pop()
+        if id(m) in memo:
+            continue
+        if not children_done:  # its children first, then itself again
+            stack.append((m, True))
+            stack.extend((c, False) for c in reversed(m._modules.values()) if c is not None and id(c) not in memo)
+            continue
+        params: dict[int, nn.Parameter] = {id(p): p for p in m._parameters.values() if p is not None}
+        buffers: dict[int, torch.Tensor] = {id(b): b for b in m._buffers.values() if b is not None}
+        for c in m._modules.values():
+            sub = memo.get(id(c)) if c is not None else None
+            if sub is not None:  # None: an ancestor (a module tree with a cycle)
+                for k, p in sub[0].items():
+                    params.setdefault(k, p)
+                for k, b in sub[1].items():
+                    buffers.setdefault(k, b)
+        memo[id(m)] = (params, buffers)
+    return memo[id(module)]
+
+
+def _counts(
+    module: nn.Module, memo: dict[int, tuple[dict[int, nn.Parameter], dict[int, torch.Tensor]]] | None = None
+) -> tuple[list[nn.Parameter], tuple[int, int, int, int, int]]:
     """A module's parameters (recursively, each once) and (elements, trainable elements,
     bytes, buffer elements, buffer bytes); a leaf module is read directly (fast path)."""
     if module._modules:
-        params, buffers = list(module.parameters()), list(module.buffers())
+        p_ids, b_ids = _subtree(module, {} if memo is None else memo)
+        params, buffers = list(p_ids.values()), list(b_ids.values())
     else:
         params = list({id(p): p for p in module._parameters.values() if p is not None}.values())
         buffers = list({id(b): b for b in module._buffers.values() if b is not None}.values())
-    if any(is_lazy(t) for t in (*params, *buffers)):  # no shape before the first forward: 0
+    if any(map(is_lazy, params)) or any(map(is_lazy, buffers)):  # no shape before the first forward: 0
         params = [p for p in params if not is_lazy(p)]
         buffers = [b for b in buffers if not is_lazy(b)]
     n = trainable = nbytes = 0
