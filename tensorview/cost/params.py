@@ -42,6 +42,7 @@ __all__ = [
     "ParamTotals",
     "TrainingMemory",
     "module_params",
+    "module_params_and_totals",
     "param_totals",
     "training_memory",
     "training_memory_of",
@@ -70,16 +71,31 @@ class ParamTotals:
 
 def param_totals(model: nn.Module) -> ParamTotals:
     """Unique parameter and buffer counts of ``model`` (works on meta)."""
-    params = [p for p in model.parameters() if not is_lazy(p)]  # each Parameter object once
-    buffers = [b for b in model.buffers() if not is_lazy(b)]
-    trainable = [p for p in params if p.requires_grad]
+    params, buffers = _subtree(model, {})
+    return _totals(params.values(), buffers.values())
+
+
+def _totals(params: Iterable[nn.Parameter], buffers: Iterable[torch.Tensor]) -> ParamTotals:
+    """:class:`ParamTotals` of these tensors (each given once; lazy ones count 0)."""
+    n = trainable = nbytes = trainable_bytes = 0
+    for p in params:
+        if is_lazy(p):
+            continue
+        k = p.numel()
+        b = k * p.element_size()
+        n += k
+        nbytes += b
+        if p.requires_grad:
+            trainable += k
+            trainable_bytes += b
+    real = [b for b in buffers if not is_lazy(b)]
     return ParamTotals(
-        total_params=sum(p.numel() for p in params),
-        trainable_params=sum(p.numel() for p in trainable),
-        buffers=sum(b.numel() for b in buffers),
-        param_bytes=sum(_nbytes(p) for p in params),
-        trainable_bytes=sum(_nbytes(p) for p in trainable),
-        buffer_bytes=sum(_nbytes(b) for b in buffers),
+        total_params=n,
+        trainable_params=trainable,
+        buffers=sum(b.numel() for b in real),
+        param_bytes=nbytes,
+        trainable_bytes=trainable_bytes,
+        buffer_bytes=sum(_nbytes(b) for b in real),
     )
 
 
@@ -125,6 +141,13 @@ def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> l
     ``calls`` lists ``(path, module)`` of every module call (the recorded ModuleNodes:
     path and the module object).  Sharing is found among all modules of ``model`` by
     every name they have (``named_modules(remove_duplicate=False)``)."""
+    return module_params_and_totals(model, calls)[0]
+
+
+def module_params_and_totals(
+    model: nn.Module, calls: Iterable[tuple[str, nn.Module]]
+) -> tuple[list[ModuleParams], ParamTotals]:
+    """:func:`module_params` and :func:`param_totals` of ``model``, from one walk of its tree."""
     owners = _owners(model)
     own: dict[int, tuple[list[nn.Parameter], tuple[int, int, int, int, int]]] = {}
     subtrees: dict[int, tuple[dict[int, nn.Parameter], dict[int, torch.Tensor]]] = {}
@@ -146,21 +169,23 @@ def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> l
             if outside:
                 shared += p.numel()
                 others.update(outside)
+        # positional: the fields in their order (keywords cost a frozen dataclass more)
         rows.append(
             ModuleParams(
-                path=path,
-                params=n,
-                trainable=trainable,
-                buffers=n_buffers,
-                param_bytes=param_bytes,
-                buffer_bytes=buffer_bytes,
-                shared_params=shared,
-                shared_with=tuple(sorted(others)),
-                repeat=key in seen_modules,
+                path,
+                n,
+                trainable,
+                n_buffers,
+                param_bytes,
+                buffer_bytes,
+                shared,
+                tuple(sorted(others)) if others else (),
+                key in seen_modules,
             )
         )
         seen_modules.add(key)
-    return rows
+    all_params, all_buffers = _subtree(model, subtrees)
+    return rows, _totals(all_params.values(), all_buffers.values())
 
 
 def _subtree(

@@ -42,7 +42,7 @@ from ..recording import Probe
 from .flops import OpFlops
 from .layers import PROBE_STATS, check_stats, stat_layers
 from .memory import ON_META, SavedTensors
-from .params import module_params, param_totals
+from .params import module_params_and_totals
 from .record import CostRecord, roll_up
 from .replay import ReplayingOpFlops
 
@@ -146,8 +146,8 @@ class CostProbe(Probe):
         if not modules:
             return
         root = modules[0]
-        rows = module_params(root, [(m.path, mod) for m, mod in zip(calls, modules)])
-        self.record = roll_up(calls, counter, saved, {m.id: r for m, r in zip(calls, rows)}, param_totals(root))
+        rows, totals = module_params_and_totals(root, [(m.path, mod) for m, mod in zip(calls, modules)])
+        self.record = roll_up(calls, counter, saved, {m.id: r for m, r in zip(calls, rows)}, totals)
 
     def layers(self) -> Mapping[str, Mapping[int, Any]]:
         if self.record is None:
