@@ -12,10 +12,10 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import tensorview as tv
+from tensorview.cost.attention import _cpu_would_fuse
 from tensorview.cost.memory import (
     CPUAttentionOnMeta,
     SavedTensors,
-    _cpu_would_fuse,
     dtype_size,
     sdpa_as_on_cpu,
     tensor_nbytes,

@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 from tensorview.cost.memory import SavedTensors
-from tensorview.cost.params import module_params, param_totals, training_memory
+from tensorview.cost.params import module_params, param_totals
+from tensorview.cost.training import training_memory
 
 from .fixtures import cost_models as cm
 from .fixtures.hf import written_for

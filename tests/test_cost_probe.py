@@ -219,3 +219,25 @@ def test_aten_replay_runs_an_op_that_reshapes_what_it_writes() -> None:
             torch.add(torch.ones(3, device="meta"), 1, out=out)  # resizes ``out``: never replayed
             assert out.shape == (3,)
     assert counter.replays == 0
+
+
+def test_aten_replay_templates_outlive_one_recording() -> None:
+    """A second recording on meta replays the kernels the first ran (the templates are kept
+    for the process), with the same numbers; clear_templates() makes it run them again."""
+    from tensorview.cost.replay import clear_templates
+
+    def record() -> tuple[CostRecord, int]:
+        model = cm.CNN().train().to("meta")
+        probe = CostProbe()
+        with tv.Recorder(model, probes=[probe]):
+            model(torch.randn(2, 3, 16, 16, device="meta"))
+        assert probe.record is not None
+        return probe.record, probe._counter.replays  # type: ignore[attr-defined]
+
+    clear_templates()
+    first, replayed_first = record()
+    second, replayed_second = record()
+    assert (second.flops, second.saved_bytes, second.uncounted) == (first.flops, first.saved_bytes, first.uncounted)
+    assert replayed_second > replayed_first
+    clear_templates()
+    assert record()[1] == replayed_first

@@ -45,6 +45,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -132,6 +133,7 @@ def _has_composite(func: Any) -> bool:
 
 # ops FlopCounterMode hands back untouched (size/stride queries of nested tensors)
 Key = Hashable
+_NONE_UNCOUNTED: Mapping[str, int] = MappingProxyType({})
 
 
 class OpFlops(TorchDispatchMode):
@@ -176,10 +178,12 @@ class OpFlops(TorchDispatchMode):
         ks = self.uncounted.keys() if keys is None else keys
         return sum(sum(self.uncounted.get(k, {}).values()) for k in ks)
 
-    def cost_of(self, key: Key) -> tuple[int, dict[str, int]]:
+    def cost_of(self, key: Key) -> tuple[int, Mapping[str, int]]:
         """``(flops, {op name: calls not counted})`` of one key: what the recorder stores in
-        a meta-replay template right after the op first ran."""
-        return self.flops.get(key, 0), dict(self.uncounted.get(key, {}))
+        a meta-replay template right after the op first ran (a copy; one read-only empty
+        mapping for the many keys without uncounted calls)."""
+        u = self.uncounted.get(key)
+        return self.flops.get(key, 0), dict(u) if u else _NONE_UNCOUNTED
 
     def add(self, key: Key, flops: int, uncounted: Mapping[str, int] | None = None) -> None:
         """Attribute ``flops`` (and uncounted op calls) to ``key`` without running anything:

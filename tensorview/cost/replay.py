@@ -21,6 +21,13 @@ the replay bumps the version counters of the written arguments as often as the r
 did (checked on the first run: the metadata of every argument must be unchanged).  FLOPs
 are counted on the replayed results exactly as on real ones (torch's formulas read
 shapes).
+
+The templates are kept for the process (:data:`TEMPLATES`, up to :data:`TEMPLATE_LIMIT`
+entries, then started afresh; :func:`clear_templates` empties it): a template is a
+function of the op and its arguments' metadata alone (shapes, strides, dtypes, plain
+values, grad and autocast modes are all in its key), and the first run of a meta kernel
+is the slow part (training BatchNorm's is a Python decomposition of ~1 ms), so a second
+``tv.summary`` of a model, or of a model sharing its shapes, runs none again.
 """
 
 from __future__ import annotations
@@ -32,10 +39,20 @@ import torch
 from ..recording.metacache import key_of
 from .flops import OpFlops
 
-__all__ = ["ReplayingOpFlops"]
+__all__ = ["TEMPLATES", "TEMPLATE_LIMIT", "ReplayingOpFlops", "clear_templates"]
 
 _STRIDED = torch.strided
 _NOT_REPLAYABLE = object()
+
+#: (op, argument metadata) -> how to make its results again, for the process (module docstring)
+TEMPLATES: dict[Any, Any] = {}
+#: entries kept at most (each a few hundred bytes); past it the table starts afresh
+TEMPLATE_LIMIT = 50_000
+
+
+def clear_templates() -> None:
+    """Forget every template (the next ops on meta run their kernels again)."""
+    TEMPLATES.clear()
 
 
 def _fresh(o: Any, in_storages: set[int]) -> tuple[Any, ...] | None:
@@ -118,7 +135,7 @@ class ReplayingOpFlops(OpFlops):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.replays = 0
-        self._templates: dict[Any, Any] = {}
+        self._templates = TEMPLATES
         # per op: None (not replayed: a view, no schema), False (functional), True (writes)
         self._writes: dict[Any, bool | None] = {}
 
@@ -133,7 +150,12 @@ class ReplayingOpFlops(OpFlops):
             writes = self._writes[func]
         except KeyError:
             writes = self._writes_kind(func)
-        if writes is None or not any(isinstance(a, torch.Tensor) and a.is_meta for a in args):
+        if writes is None:
+            return func(*args, **kwargs)
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.is_meta:
+                break
+        else:
             return func(*args, **kwargs)  # nothing on meta: nothing to replay
         with torch.no_grad():  # below autograd the grad flags do not matter: key on metadata
             key = key_of(func, args, kwargs)
@@ -141,6 +163,8 @@ class ReplayingOpFlops(OpFlops):
             return func(*args, **kwargs)
         template = self._templates.get(key)
         if template is None:
+            if len(self._templates) >= TEMPLATE_LIMIT:
+                self._templates.clear()
             if not writes:
                 out = func(*args, **kwargs)
                 self._templates[key] = _template(out, args, kwargs)
