@@ -210,8 +210,9 @@ def _counts(
 ) -> tuple[list[nn.Parameter], tuple[int, int, int, int, int]]:
     """A module's parameters (recursively, each once) and (elements, trainable elements,
     bytes, buffer elements, buffer bytes); a leaf module is read directly (fast path)."""
-    if module._modules:
-        p_ids, b_ids = _subtree(module, {} if memo is None else memo)
+    got = memo.get(id(module)) if memo is not None else None  # the root's walk made it
+    if got is not None or module._modules:
+        p_ids, b_ids = got if got is not None else _subtree(module, {} if memo is None else memo)
         params, buffers = list(p_ids.values()), list(b_ids.values())
     else:
         params = list({id(p): p for p in module._parameters.values() if p is not None}.values())
