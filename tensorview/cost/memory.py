@@ -98,6 +98,14 @@ def storage_nbytes(t: torch.Tensor) -> int:
         return 0
 
 
+def _parameter(t: Any) -> bool:
+    """``isinstance(t, nn.Parameter)``, without the metaclass's Python check for a plain
+    tensor (what most saved tensors are): for one, that check reads ``_is_param``."""
+    if type(t) is torch.Tensor:
+        return bool(getattr(t, "_is_param", False))
+    return isinstance(t, nn.Parameter)
+
+
 _PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
 _NO_DISPATCH = torch._C._DisableTorchDispatch
 
@@ -180,7 +188,7 @@ class SavedTensors:
         if cdata in self._param_cdata:
             return True
         base = t._base if t._is_view() else t
-        return isinstance(t, nn.Parameter) or isinstance(base, nn.Parameter)
+        return _parameter(t) or (base is not t and _parameter(base))
 
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
         with torch._C.DisableTorchFunction():  # plain reads, also for tensor subclasses
