@@ -46,8 +46,8 @@ _NOT_REPLAYABLE = object()
 
 #: (op, argument metadata) -> how to make its results again, for the process (module docstring)
 TEMPLATES: dict[Any, Any] = {}
-#: entries kept at most (each a few hundred bytes); past it the table starts afresh
-TEMPLATE_LIMIT = 50_000
+#: entries kept at most (about 1.2 KB each, ResNet-50 makes 57); past it the table starts afresh
+TEMPLATE_LIMIT = 10_000
 
 
 def clear_templates() -> None:
