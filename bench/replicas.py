@@ -293,3 +293,20 @@ def raft_small() -> tuple[nn.Module, dict[str, Any]]:
         model = RAFT()
     image = torch.zeros(1, 3, 224, 224, device=META)
     return model.eval(), {"image1": image, "image2": image.clone()}
+
+
+# -- resnet50 -------------------------------------------------------------------------------
+def resnet50(device: str = "meta") -> tuple[nn.Module, dict[str, Any]]:
+    """torchvision's ``resnet50`` layout (the replica of tests/fixtures/cost_models.py, whose
+    parameter count the tests check against torchvision's), a 224x224 image; random weights
+    on the CPU."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.fixtures.cost_models import ResNet50
+
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = ResNet50()
+    return model, {"x": torch.randn(1, 3, 224, 224, device=device)}

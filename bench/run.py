@@ -10,7 +10,8 @@ after a warm-up; judge by the ratios, which are taken in the same run.
 
 The HTML viewer (open time of Llama-3-70B in headless Chromium, page size, a 100k-node
 recording) and the cost of source locations are measured by bench/viewer.py; start-up
-(``tensorview --help``, ``import tensorview`` against ``import torch``) by bench/startup.py.
+(``tensorview --help``, ``import tensorview`` against ``import torch``) by bench/startup.py;
+``tv.summary`` against torchinfo's ``summary`` by bench/summary_speed.py.
 
     python bench/run.py [--write-docs] [--only SUBSTRING] [--quick] [--no-viewer]
 """
@@ -38,6 +39,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from backward import measure as measure_backward  # noqa: E402
 from backward import targets as backward_targets  # noqa: E402
+import summary_speed  # noqa: E402
 from floor import as_recorded, minimal_recording  # noqa: E402
 from models import CASES, Case, deep_mlp  # noqa: E402
 from pictures import measure as measure_pictures  # noqa: E402
@@ -52,6 +54,7 @@ from tensorview.recording import Recorder  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 TORCHVIEW_BUDGET_S = 60.0  # per torchview call; a slower one is reported as "timeout"
 DOT_TIMEOUT_S = 60.0
+PROBE_US = 20  # issue 22: what the cost probe may add per recorded op on the CPU
 
 
 class Timeout(Exception):
@@ -440,7 +443,7 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
 
 
 def text_table(rows: list[list[str]]) -> str:
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(COLUMNS)]
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(COLUMNS)]  # also with no rows (--only)
     line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
     return "\n".join([line(COLUMNS), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
@@ -561,8 +564,8 @@ def targets(
     if probe is not None:
         out.append(
             (
-                "cost probe per recorded op on the CPU (information)",
-                None,
+                f"cost probe <= {PROBE_US} us per recorded op on the CPU, without and with grad",
+                max(probe["no_grad"], probe["grad"]) * 1e6 <= PROBE_US,
                 f"+{probe['no_grad'] * 1e6:.1f} us/op without grad, +{probe['grad'] * 1e6:.1f} us/op with grad "
                 f"(Recorder alone {probe['no_grad_recorder'] * 1e6:.1f} / {probe['grad_recorder'] * 1e6:.1f} us/op)",
             )
@@ -637,6 +640,8 @@ def main() -> int:
         results += backward_targets(measure_backward())  # issue 25: the joint graph of the 70B on meta
     if not opts.only or opts.only in "startup":
         results += startup_targets(measure_startup())  # issue 22: --help and import times (bench/startup.py)
+    summaries = summary_speed.measure(only=opts.only)  # issue 22: tv.summary against torchinfo
+    results += summary_speed.targets(summaries)
     if not opts.no_viewer:
         import viewer
 
@@ -655,6 +660,7 @@ def main() -> int:
     print(text_table(cells))
     print()
     print("\n".join(viewer_lines) + ("\n" if viewer_lines else ""))
+    print("\n".join(summary_speed.lines(summaries)) + "\n")
     for name, ok, detail in results:
         print(f"[{'INFO' if ok is None else 'PASS' if ok else 'FAIL'}] {name}: {detail}")
     print(f"\n(total {total:.0f} s)")
@@ -696,6 +702,14 @@ def main() -> int:
                 "\n## HTML viewer and source locations (bench/viewer.py)\n\n"
                 + "".join(f"- {line}\n" for line in viewer_lines)
                 if viewer_lines
+                else ""
+            )
+            + (
+                "\n## tv.summary against torchinfo (bench/summary_speed.py)\n\n"
+                + (summary_speed.__doc__ or "").split("\n\n    python")[0].strip()
+                + "\n\n"
+                + "".join(f"- {line}\n" for line in summary_speed.lines(summaries))
+                if summaries
                 else ""
             )
             + "\n## Targets\n\n"

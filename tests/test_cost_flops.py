@@ -276,3 +276,23 @@ def test_higher_order_op_runs_and_is_reported_uncounted() -> None:
         out = torch.cond(x.sum() > 0, lambda t: t @ t, lambda t: t + 1, (x,))
     assert torch.equal(out, x + 1)
     assert counter.uncounted[None]["cond"] == 1
+
+
+def test_a_shape_formula_runs_once_per_signature() -> None:
+    """torch's formulas run through pytree (tens of µs a call): the counter keeps each
+    result by op and shapes, and gives the numbers a FlopCounterMode gives."""
+    calls: list[Any] = []
+
+    def mm_flops(a: Any, b: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
+        calls.append((tuple(a), tuple(b)))
+        return 2 * a[0] * a[1] * b[1]
+
+    counter = OpFlops({torch.ops.aten.mm: mm_flops})
+    reference = FlopCounterMode(display=False, custom_mapping={torch.ops.aten.mm: mm_flops})
+    for mode in (counter, reference):
+        with mode:
+            for n in (3, 3, 5, 3):
+                torch.randn(n, 4) @ torch.randn(4, 2)
+    assert counter.total == reference.get_total_flops() == 2 * 4 * 2 * (3 + 3 + 5 + 3)
+    assert calls[:2] == [((3, 4), (4, 2)), ((5, 4), (4, 2))]  # the counter's: once per shape
+    assert len(calls) == 2 + 4  # then the reference's four

@@ -12,10 +12,10 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import tensorview as tv
+from tensorview.cost.attention import _cpu_would_fuse
 from tensorview.cost.memory import (
     CPUAttentionOnMeta,
     SavedTensors,
-    _cpu_would_fuse,
     dtype_size,
     sdpa_as_on_cpu,
     tensor_nbytes,
@@ -219,3 +219,25 @@ def test_sizes() -> None:
     assert tensor_nbytes((2, 3, 4), "float16") == 48
     with pytest.raises(ValueError):
         dtype_size("nope")
+
+
+def test_saved_tensors_are_detached_below_the_dispatch_modes() -> None:
+    """The pack hook hands autograd a detached alias (no cycle through the saved output's
+    grad_fn) without a ``detach`` op reaching the dispatch modes (the FLOP counter would
+    handle one per saved tensor); backward still gets the values it needs."""
+    seen: list[str] = []
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            seen.append(str(func.overloadpacket))
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(3, 4, requires_grad=True)
+    w = torch.randn(4, 5, requires_grad=True)
+    saved = SavedTensors()
+    with saved, Ops():
+        y = (x @ w).tanh()  # mm saves x and w, tanh its output
+    assert "aten.detach" not in seen and "aten.mm" in seen and "aten.tanh" in seen
+    assert saved.total == 4 * (3 * 4 + 4 * 5 + 3 * 5)  # x and w (mm), tanh's output: float32
+    y.sum().backward()
+    assert torch.allclose(w.grad, x.detach().T @ (1 - y.detach() ** 2))

@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 from tensorview.cost.memory import SavedTensors
-from tensorview.cost.params import module_params, param_totals, training_memory
+from tensorview.cost.params import module_params, param_totals
+from tensorview.cost.training import training_memory
 
 from .fixtures import cost_models as cm
 from .fixtures.hf import written_for
@@ -154,3 +155,20 @@ def test_llama_7b_parameter_count_on_meta() -> None:
     assert param_totals(model).total_params == 6_738_415_616
     m = training_memory(model, optimizer="adam")
     assert m.params == m.grads == 4 * 6_738_415_616 and m.optimizer_state == 2 * m.params
+
+
+def test_a_module_shared_between_branches_counts_once_in_each_call() -> None:
+    """A module held by a parent and by a later sibling's subtree (visited in either
+    order): every call's row equals what ``module.parameters()``/``buffers()`` give."""
+    shared = nn.BatchNorm1d(4)
+    inner = nn.Sequential(nn.Linear(4, 4), shared)
+    for model in (nn.Sequential(shared, inner), nn.Sequential(inner, shared)):
+        calls = list(model.named_modules(remove_duplicate=False))
+        rows = module_params(model, calls)
+        for (path, m), row in zip(calls, rows):
+            params, buffers = list(m.parameters()), list(m.buffers())
+            assert (row.path, row.params, row.buffers) == (
+                path,
+                sum(p.numel() for p in params),
+                sum(b.numel() for b in buffers),
+            )

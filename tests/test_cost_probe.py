@@ -188,3 +188,56 @@ def test_aten_replay_keeps_autograd_views_and_mutations_real() -> None:
     replaying = ReplayingOpFlops()
     assert run(replaying) == run(OpFlops())
     assert replaying.replays >= 4 and replaying.total == 3 * 2 * 4 * 8 * 8  # three (4x8)@(8x8)
+
+
+def test_aten_replay_replays_training_batchnorm_on_meta() -> None:
+    """Training BatchNorm writes its running statistics and returns fresh tensors: on meta
+    the write changes no data, so its (slow, Python) meta kernel runs once per shape and is
+    replayed after; results, FLOPs, saved bytes and version counters are those of running it."""
+
+    def run(counter: Any) -> tuple[Any, ...]:
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.BatchNorm2d(3), nn.BatchNorm2d(3), nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4)).train()
+        net = net.to("meta")
+        x = torch.randn(2, 3, 5, 5, device="meta", requires_grad=True)
+        saved = SavedTensors(net)
+        with saved, counter:
+            y = net(x)
+        versions = [(t._version, tuple(t.shape)) for t in net.buffers()]
+        return (tuple(y.shape), y.stride(), y.grad_fn is not None), versions, saved.saved_bytes, counter.uncounted
+
+    replaying = ReplayingOpFlops()
+    assert run(replaying) == run(OpFlops())
+    assert replaying.replays >= 1  # the second BatchNorm2d(3)
+
+
+def test_aten_replay_runs_an_op_that_reshapes_what_it_writes() -> None:
+    counter = ReplayingOpFlops()
+    with counter:
+        for _ in range(2):
+            out = torch.empty(0, device="meta")
+            torch.add(torch.ones(3, device="meta"), 1, out=out)  # resizes ``out``: never replayed
+            assert out.shape == (3,)
+    assert counter.replays == 0
+
+
+def test_aten_replay_templates_outlive_one_recording() -> None:
+    """A second recording on meta replays the kernels the first ran (the templates are kept
+    for the process), with the same numbers; clear_templates() makes it run them again."""
+    from tensorview.cost.replay import clear_templates
+
+    def record() -> tuple[CostRecord, int]:
+        model = cm.CNN().train().to("meta")
+        probe = CostProbe()
+        with tv.Recorder(model, probes=[probe]):
+            model(torch.randn(2, 3, 16, 16, device="meta"))
+        assert probe.record is not None
+        return probe.record, probe._counter.replays  # type: ignore[attr-defined]
+
+    clear_templates()
+    first, replayed_first = record()
+    second, replayed_second = record()
+    assert (second.flops, second.saved_bytes, second.uncounted) == (first.flops, first.saved_bytes, first.uncounted)
+    assert replayed_second > replayed_first
+    clear_templates()
+    assert record()[1] == replayed_first

@@ -47,18 +47,11 @@ from .flops import EXTRA_FORMULAS, OpFlops, is_zero_flop
 from .fmt import fmt_bytes, fmt_count, fmt_flops
 from .layers import STATS, ActivationBytes
 from .memory import CPUAttentionOnMeta, SavedTensors, dtype_size, sdpa_as_on_cpu, tensor_nbytes
-from .params import (
-    OPTIMIZER_STATES,
-    ModuleParams,
-    ParamTotals,
-    TrainingMemory,
-    module_params,
-    param_totals,
-    training_memory,
-)
+from .params import ModuleParams, ParamTotals, module_params, param_totals
 from .probe import CostProbe
 from .record import CostRecord
 from .summary import Row, Summary
+from .training import OPTIMIZER_STATES, TrainingMemory, training_memory
 
 __all__ = [
     "ActivationBytes",

@@ -45,6 +45,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -86,6 +87,20 @@ def _shape_of(x: Any) -> Any:
     raise _Slow
 
 
+def _frozen(x: Any) -> Any:
+    """:func:`_shape_of` with lists made tuples: a hashable description of an argument for
+    the formula cache (within one op overload the schema fixes each argument's kind, so a
+    shape and a tuple of ints in one position cannot both occur)."""
+    if isinstance(x, torch.Tensor):
+        return x.shape
+    t = type(x)
+    if t in _LEAVES:
+        return x
+    if t is list or t is tuple:
+        return tuple(_frozen(i) for i in x)
+    raise _Slow
+
+
 def _count(formula: Any, args: Any, kwargs: dict[str, Any], out: Any) -> int:
     """``formula(*args, **kwargs, out_val=out)``: a shape formula is called on the shapes
     directly (the same call ``shape_wrapper`` makes, several times faster)."""
@@ -118,6 +133,7 @@ def _has_composite(func: Any) -> bool:
 
 # ops FlopCounterMode hands back untouched (size/stride queries of nested tensors)
 Key = Hashable
+_NONE_UNCOUNTED: Mapping[str, int] = MappingProxyType({})
 
 
 class OpFlops(TorchDispatchMode):
@@ -147,6 +163,9 @@ class OpFlops(TorchDispatchMode):
         self._kind: dict[Any, bool | None] = {}
         self._composite: dict[Any, bool] = {}  # per OpOverload: whether decompose() can work
         self._names: dict[Any, str] = {}
+        # (op, argument shapes and values, result shapes) -> FLOPs of a shape formula: the
+        # formulas read nothing else, and torch's call them through pytree (tens of µs)
+        self._counted: dict[Any, int] = {}
 
     # -- results -------------------------------------------------------------------
     @property
@@ -159,10 +178,12 @@ class OpFlops(TorchDispatchMode):
         ks = self.uncounted.keys() if keys is None else keys
         return sum(sum(self.uncounted.get(k, {}).values()) for k in ks)
 
-    def cost_of(self, key: Key) -> tuple[int, dict[str, int]]:
+    def cost_of(self, key: Key) -> tuple[int, Mapping[str, int]]:
         """``(flops, {op name: calls not counted})`` of one key: what the recorder stores in
-        a meta-replay template right after the op first ran."""
-        return self.flops.get(key, 0), dict(self.uncounted.get(key, {}))
+        a meta-replay template right after the op first ran (a copy; one read-only empty
+        mapping for the many keys without uncounted calls)."""
+        u = self.uncounted.get(key)
+        return self.flops.get(key, 0), dict(u) if u else _NONE_UNCOUNTED
 
     def add(self, key: Key, flops: int, uncounted: Mapping[str, int] | None = None) -> None:
         """Attribute ``flops`` (and uncounted op calls) to ``key`` without running anything:
@@ -220,7 +241,7 @@ class OpFlops(TorchDispatchMode):
         key = self.current
         if kind is None:
             try:
-                n = _count(self.registry[func._overloadpacket], args, kwargs, out)
+                n = self._count(func, args, kwargs, out)
             except DATA_DEPENDENT:  # a size that depends on values (fake tensors): not counted
                 self._uncounted(key, op_key(func) + " (data-dependent size)")
             else:
@@ -231,6 +252,21 @@ class OpFlops(TorchDispatchMode):
             name = self._names[func] = op_key(func)
         self._uncounted(key, name)
         return out
+
+    def _count(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> int:
+        """FLOPs of one call of ``func`` (a formula's result is cached by the shapes and
+        values it reads; a raw formula, which may read more, is called each time)."""
+        formula = self.registry[func._overloadpacket]
+        if getattr(formula, "__code__", None) is not _SHAPE_WRAPPER_CODE:
+            return _count(formula, args, kwargs, out)
+        try:
+            sig = (func, _frozen(args), tuple((k, _frozen(v)) for k, v in kwargs.items()), _frozen(out))
+            n = self._counted.get(sig)
+        except (_Slow, TypeError):  # not a plain value: uncached
+            return _count(formula, args, kwargs, out)
+        if n is None:
+            n = self._counted[sig] = _count(formula, args, kwargs, out)
+        return n
 
     def _uncounted(self, key: Key, name: str) -> None:
         u = self.uncounted.get(key)

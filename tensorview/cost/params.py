@@ -1,4 +1,4 @@
-"""Parameter accounting and the model-wide training-memory estimate.
+"""Parameter accounting: per module call and model-wide.
 
 A lazy module's parameters (``nn.LazyLinear`` before its first forward) have no shape
 yet and count 0.  Every total counts a parameter once, however many modules hold it or calls use it (tied
@@ -13,38 +13,24 @@ paths of those modules and how many of its elements they share.  A call of a mod
 object that was already called (a Linear applied twice, a second name of a module) is
 marked ``repeat``: its parameters were counted at the first call.
 
-:func:`training_memory` adds up what training holds at its peak, as far as the model
-determines it: parameters and buffers, one gradient per trainable parameter, optimizer
-state (Adam/AdamW: two tensors per trainable parameter, SGD with momentum: one, plain
-SGD: none; in the parameter's dtype unless ``state_dtype`` says otherwise) and the
-activations autograd saves for backward (from :class:`~tensorview.cost.memory.SavedTensors`).
-It leaves out allocator fragmentation and caching, temporary buffers of the backward
-pass and kernel workspaces, fp32 master weights of mixed-precision recipes (unless
-given as ``state_dtype``/states), communication buffers of distributed training, and
-the CUDA context.
+The training-memory estimate built on these totals is in :mod:`.training`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import Any
 
 import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
-from ..errors import InvalidInputError, choices_error
-
 __all__ = [
-    "OPTIMIZER_STATES",
     "ModuleParams",
     "ParamTotals",
-    "TrainingMemory",
     "module_params",
+    "module_params_and_totals",
     "param_totals",
-    "training_memory",
-    "training_memory_of",
 ]
 
 
@@ -70,16 +56,31 @@ class ParamTotals:
 
 def param_totals(model: nn.Module) -> ParamTotals:
     """Unique parameter and buffer counts of ``model`` (works on meta)."""
-    params = [p for p in model.parameters() if not is_lazy(p)]  # each Parameter object once
-    buffers = [b for b in model.buffers() if not is_lazy(b)]
-    trainable = [p for p in params if p.requires_grad]
+    params, buffers = _subtree(model, {})
+    return _totals(params.values(), buffers.values())
+
+
+def _totals(params: Iterable[nn.Parameter], buffers: Iterable[torch.Tensor]) -> ParamTotals:
+    """:class:`ParamTotals` of these tensors (each given once; lazy ones count 0)."""
+    n = trainable = nbytes = trainable_bytes = 0
+    for p in params:
+        if is_lazy(p):
+            continue
+        k = p.numel()
+        b = k * p.element_size()
+        n += k
+        nbytes += b
+        if p.requires_grad:
+            trainable += k
+            trainable_bytes += b
+    real = [b for b in buffers if not is_lazy(b)]
     return ParamTotals(
-        total_params=sum(p.numel() for p in params),
-        trainable_params=sum(p.numel() for p in trainable),
-        buffers=sum(b.numel() for b in buffers),
-        param_bytes=sum(_nbytes(p) for p in params),
-        trainable_bytes=sum(_nbytes(p) for p in trainable),
-        buffer_bytes=sum(_nbytes(b) for b in buffers),
+        total_params=n,
+        trainable_params=trainable,
+        buffers=sum(b.numel() for b in real),
+        param_bytes=nbytes,
+        trainable_bytes=trainable_bytes,
+        buffer_bytes=sum(_nbytes(b) for b in real),
     )
 
 
@@ -107,8 +108,10 @@ def _owners(model: nn.Module) -> dict[int, list[str]]:
     for path, m in model.named_modules(remove_duplicate=False):
         for p in m._parameters.values():
             if p is not None:
-                paths = owners.setdefault(id(p), [])
-                if path not in paths:
+                paths = owners.get(id(p))
+                if paths is None:
+                    owners[id(p)] = [path]
+                elif path not in paths:
                     paths.append(path)
     return owners
 
@@ -123,49 +126,98 @@ def module_params(model: nn.Module, calls: Iterable[tuple[str, nn.Module]]) -> l
     ``calls`` lists ``(path, module)`` of every module call (the recorded ModuleNodes:
     path and the module object).  Sharing is found among all modules of ``model`` by
     every name they have (``named_modules(remove_duplicate=False)``)."""
+    return module_params_and_totals(model, calls)[0]
+
+
+def module_params_and_totals(
+    model: nn.Module, calls: Iterable[tuple[str, nn.Module]]
+) -> tuple[list[ModuleParams], ParamTotals]:
+    """:func:`module_params` and :func:`param_totals` of ``model``, from one walk of its tree."""
     owners = _owners(model)
     own: dict[int, tuple[list[nn.Parameter], tuple[int, int, int, int, int]]] = {}
+    subtrees: dict[int, tuple[dict[int, nn.Parameter], dict[int, torch.Tensor]]] = {}
     seen_modules: set[int] = set()
     rows: list[ModuleParams] = []
     for path, module in calls:
         key = id(module)
         got = own.get(key)
         if got is None:
-            got = own[key] = _counts(module)
+            got = own[key] = _counts(module, subtrees)
         params, (n, trainable, param_bytes, n_buffers, buffer_bytes) = got
         shared = 0
         others: set[str] = set()
         for p in params:
-            outside = [o for o in owners.get(id(p), ()) if not _inside(o, path)]
+            held = owners.get(id(p), ())
+            if len(held) == 1 and held[0] == path:  # the common case: held by this module alone
+                continue
+            outside = [o for o in held if not _inside(o, path)]
             if outside:
                 shared += p.numel()
                 others.update(outside)
+        # positional: the fields in their order (keywords cost a frozen dataclass more)
         rows.append(
             ModuleParams(
-                path=path,
-                params=n,
-                trainable=trainable,
-                buffers=n_buffers,
-                param_bytes=param_bytes,
-                buffer_bytes=buffer_bytes,
-                shared_params=shared,
-                shared_with=tuple(sorted(others)),
-                repeat=key in seen_modules,
+                path,
+                n,
+                trainable,
+                n_buffers,
+                param_bytes,
+                buffer_bytes,
+                shared,
+                tuple(sorted(others)) if others else (),
+                key in seen_modules,
             )
         )
         seen_modules.add(key)
-    return rows
+    all_params, all_buffers = _subtree(model, subtrees)
+    return rows, _totals(all_params.values(), all_buffers.values())
 
 
-def _counts(module: nn.Module) -> tuple[list[nn.Parameter], tuple[int, int, int, int, int]]:
+def _subtree(
+    module: nn.Module, memo: dict[int, tuple[dict[int, nn.Parameter], dict[int, torch.Tensor]]]
+) -> tuple[dict[int, nn.Parameter], dict[int, torch.Tensor]]:
+    """``({id: parameter}, {id: buffer})`` of ``module``'s tree, each tensor once, in the
+    order of ``module.parameters()``/``buffers()``; made bottom-up and kept in ``memo`` for
+    every module below (one walk for all the calls of a model, not one per call), without
+    recursion (a tree may be as deep as a forward can run)."""
+    got = memo.get(id(module))
+    if got is not None:
+        return got
+    stack: list[tuple[nn.Module, bool]] = [(module, False)]
+    while stack:
+        m, children_done = stack.pop()
+        if id(m) in memo:
+            continue
+        if not children_done:  # its children first, then itself again
+            stack.append((m, True))
+            stack.extend((c, False) for c in reversed(m._modules.values()) if c is not None and id(c) not in memo)
+            continue
+        params: dict[int, nn.Parameter] = {id(p): p for p in m._parameters.values() if p is not None}
+        buffers: dict[int, torch.Tensor] = {id(b): b for b in m._buffers.values() if b is not None}
+        for c in m._modules.values():
+            sub = memo.get(id(c)) if c is not None else None
+            if sub is not None:  # None: an ancestor (a module tree with a cycle)
+                for k, p in sub[0].items():
+                    params.setdefault(k, p)
+                for k, b in sub[1].items():
+                    buffers.setdefault(k, b)
+        memo[id(m)] = (params, buffers)
+    return memo[id(module)]
+
+
+def _counts(
+    module: nn.Module, memo: dict[int, tuple[dict[int, nn.Parameter], dict[int, torch.Tensor]]] | None = None
+) -> tuple[list[nn.Parameter], tuple[int, int, int, int, int]]:
     """A module's parameters (recursively, each once) and (elements, trainable elements,
     bytes, buffer elements, buffer bytes); a leaf module is read directly (fast path)."""
-    if module._modules:
-        params, buffers = list(module.parameters()), list(module.buffers())
+    got = memo.get(id(module)) if memo is not None else None  # the root's walk made it
+    if got is not None or module._modules:
+        p_ids, b_ids = got if got is not None else _subtree(module, {} if memo is None else memo)
+        params, buffers = list(p_ids.values()), list(b_ids.values())
     else:
         params = list({id(p): p for p in module._parameters.values() if p is not None}.values())
         buffers = list({id(b): b for b in module._buffers.values() if b is not None}.values())
-    if any(is_lazy(t) for t in (*params, *buffers)):  # no shape before the first forward: 0
+    if any(map(is_lazy, params)) or any(map(is_lazy, buffers)):  # no shape before the first forward: 0
         params = [p for p in params if not is_lazy(p)]
         buffers = [b for b in buffers if not is_lazy(b)]
     n = trainable = nbytes = 0
@@ -176,90 +228,3 @@ def _counts(module: nn.Module) -> tuple[list[nn.Parameter], tuple[int, int, int,
         if p.requires_grad:
             trainable += k
     return params, (n, trainable, nbytes, sum(b.numel() for b in buffers), sum(_nbytes(b) for b in buffers))
-
-
-#: optimizer state tensors per trainable parameter
-OPTIMIZER_STATES: dict[str, int] = {
-    "adam": 2,
-    "adamw": 2,
-    "sgd": 0,
-    "sgd_momentum": 1,
-    "momentum": 1,
-    "rmsprop": 1,
-    "adagrad": 1,
-    "none": 0,
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingMemory:
-    """Bytes training holds at its peak, as estimated from the model (see module docs)."""
-
-    params: int
-    buffers: int
-    grads: int
-    optimizer_state: int
-    activations: int
-    optimizer: str = "adam"
-
-    @property
-    def total(self) -> int:
-        return self.params + self.buffers + self.grads + self.optimizer_state + self.activations
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["total"] = self.total
-        return d
-
-
-def training_memory(
-    model: nn.Module,
-    *,
-    activation_bytes: int = 0,
-    optimizer: str | int = "adam",
-    state_dtype: torch.dtype | None = None,
-) -> TrainingMemory:
-    """Parameters + buffers + gradients (trainable parameters) + optimizer state +
-    ``activation_bytes`` (saved for backward, e.g. ``SavedTensors.total``).
-
-    ``optimizer`` is a name in :data:`OPTIMIZER_STATES` or a number of state tensors per
-    trainable parameter; ``state_dtype`` is the dtype of those states (default: each
-    parameter's own dtype)."""
-    return training_memory_of(
-        param_totals(model), activation_bytes=activation_bytes, optimizer=optimizer, state_dtype=state_dtype
-    )
-
-
-def training_memory_of(
-    totals: ParamTotals,
-    *,
-    activation_bytes: int = 0,
-    optimizer: str | int = "adam",
-    state_dtype: torch.dtype | None = None,
-) -> TrainingMemory:
-    """:func:`training_memory` from a model's :class:`ParamTotals` (no model needed)."""
-    if isinstance(optimizer, str):
-        try:
-            states = OPTIMIZER_STATES[optimizer.lower()]
-        except KeyError:
-            raise choices_error("optimizer", optimizer, OPTIMIZER_STATES) from None
-        name = optimizer.lower()
-    elif isinstance(optimizer, int) and not isinstance(optimizer, bool) and optimizer >= 0:
-        states, name = optimizer, f"{optimizer} states"
-    else:
-        raise InvalidInputError(
-            f"bad optimizer {optimizer!r}: one of {sorted(OPTIMIZER_STATES)} or a number of state "
-            "tensors per trainable parameter (an int >= 0)"
-        )
-    if state_dtype is None:
-        state_bytes = totals.trainable_bytes
-    else:
-        state_bytes = totals.trainable_params * torch.empty((), dtype=state_dtype, device="meta").element_size()
-    return TrainingMemory(
-        params=totals.param_bytes,
-        buffers=totals.buffer_bytes,
-        grads=totals.trainable_bytes,
-        optimizer_state=states * state_bytes,
-        activations=int(activation_bytes),
-        optimizer=name,
-    )

@@ -63,11 +63,6 @@ def _ids(keys: Iterable[Any]) -> list[int]:
     return sorted(k for k in keys if isinstance(k, int))
 
 
-def _span(keys: list[int], m: ModuleNode, last: int) -> tuple[int, int]:
-    end = m.end if m.end >= 0 else last + 1
-    return bisect.bisect_left(keys, m.id), bisect.bisect_left(keys, end)
-
-
 def roll_up(
     calls: list[ModuleNode],
     counter: OpFlops,
@@ -92,16 +87,19 @@ def roll_up(
     saved_bytes: dict[int, int] = {}
     if saved is not None:
         saved_bytes = {k: v for k, v in saved.saved_bytes.items() if isinstance(k, int) and k not in module_ids and v}
-    for m in calls:
-        lo, hi = _span(fkeys, m, last)
-        flops[m.id] = prefix[hi] - prefix[lo]
-        lo, hi = _span(ukeys, m, last)
-        merged = merge_counts(counter.uncounted[k] for k in ukeys[lo:hi])
-        if merged:
-            uncounted[m.id] = merged
+    left = bisect.bisect_left
+    uncounted_of = counter.uncounted
+    for m in calls:  # one module call: the keys in [m.id, end) of each table
+        start, end = m.id, (m.end if m.end >= 0 else last + 1)
+        flops[start] = prefix[left(fkeys, end)] - prefix[left(fkeys, start)]
+        lo, hi = left(ukeys, start), left(ukeys, end)
+        if lo < hi:
+            merged = merge_counts(uncounted_of[k] for k in ukeys[lo:hi])
+            if merged:
+                uncounted[start] = merged
         if saved is not None:
-            lo, hi = _span(skeys, m, last)
-            saved_bytes[m.id] = saved.bytes_of(skeys[lo:hi])
+            lo, hi = left(skeys, start), left(skeys, end)
+            saved_bytes[start] = saved.bytes_of(skeys[lo:hi]) if lo < hi else 0
     return CostRecord(
         flops=flops,
         uncounted=uncounted,

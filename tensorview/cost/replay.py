@@ -10,11 +10,24 @@ For an aten op on meta tensors that it has already seen with the same argument m
 it returns fresh tensors of the recorded shapes, strides and dtypes instead of running
 the kernel.
 
-Only *functional* ops whose results are all fresh tensors are replayed: not views (their
-results share the argument's storage, which saved-byte counting relies on), not ops that
-mutate or resize an argument, not results whose storage is larger than their extent (the
-byte counts of saved tensors come from storages).  FLOPs are counted on the replayed
-results exactly as on real ones (torch's formulas read shapes).
+Only ops whose results are all fresh tensors are replayed: not views (their results
+share the argument's storage, which saved-byte counting relies on), not ops that return
+an argument (``add_``, ``copy_``, ``out=``) or change an argument's shape, strides or
+offset (``resize_``), not results whose storage is larger than their extent (the byte
+counts of saved tensors come from storages).  An op that writes into an argument and
+returns fresh tensors (training BatchNorm updating its running statistics: its meta
+kernel is the slowest of a ResNet's) is replayed too: on meta a write changes no data, and
+the replay bumps the version counters of the written arguments as often as the real run
+did (checked on the first run: the metadata of every argument must be unchanged).  FLOPs
+are counted on the replayed results exactly as on real ones (torch's formulas read
+shapes).
+
+The templates are kept for the process (:data:`TEMPLATES`, up to :data:`TEMPLATE_LIMIT`
+entries, then started afresh; :func:`clear_templates` empties it): a template is a
+function of the op and its arguments' metadata alone (shapes, strides, dtypes, plain
+values, grad and autocast modes are all in its key), and the first run of a meta kernel
+is the slow part (training BatchNorm's is a Python decomposition of ~1 ms), so a second
+``tv.summary`` of a model, or of a model sharing its shapes, runs none again.
 """
 
 from __future__ import annotations
@@ -26,10 +39,20 @@ import torch
 from ..recording.metacache import key_of
 from .flops import OpFlops
 
-__all__ = ["ReplayingOpFlops"]
+__all__ = ["TEMPLATES", "TEMPLATE_LIMIT", "ReplayingOpFlops", "clear_templates"]
 
 _STRIDED = torch.strided
 _NOT_REPLAYABLE = object()
+
+#: (op, argument metadata) -> how to make its results again, for the process (module docstring)
+TEMPLATES: dict[Any, Any] = {}
+#: entries kept at most (about 1.2 KB each, ResNet-50 makes 57); past it the table starts afresh
+TEMPLATE_LIMIT = 10_000
+
+
+def clear_templates() -> None:
+    """Forget every template (the next ops on meta run their kernels again)."""
+    TEMPLATES.clear()
 
 
 def _fresh(o: Any, in_storages: set[int]) -> tuple[Any, ...] | None:
@@ -68,6 +91,43 @@ def _make(spec: tuple[Any, ...]) -> torch.Tensor:
     return torch.empty_strided(spec[0], spec[1], dtype=spec[2], device="meta")
 
 
+def _tensor_args(args: Any, kwargs: Any) -> list[torch.Tensor]:
+    """The tensors of a call, in order (top level, and one level into lists and tuples)."""
+    out: list[torch.Tensor] = []
+    for a in (*args, *kwargs.values()):
+        for t in a if isinstance(a, (list, tuple)) else (a,):
+            if isinstance(t, torch.Tensor):
+                out.append(t)
+    return out
+
+
+def _state(ts: list[torch.Tensor]) -> list[tuple[Any, ...]] | None:
+    """(version, shape, strides, offset) of each tensor; None when one has no version
+    counter (an inference tensor)."""
+    try:
+        return [(t._version, tuple(t.shape), t.stride(), t.storage_offset()) for t in ts]
+    except RuntimeError:
+        return None
+
+
+class _Writes:
+    """The template of an op that writes into arguments: its results' template, and how
+    often the op bumped the version counter of each argument (by position in the call)."""
+
+    __slots__ = ("results", "bumps")
+
+    def __init__(self, results: Any, bumps: tuple[tuple[int, int], ...]) -> None:
+        self.results, self.bumps = results, bumps
+
+
+def _writes_template(results: Any, before: list[tuple[Any, ...]] | None, after: Any) -> Any:
+    if results is _NOT_REPLAYABLE or before is None or after is None or len(before) != len(after):
+        return _NOT_REPLAYABLE
+    if any(b[1:] != a[1:] or a[0] < b[0] for b, a in zip(before, after)):
+        return _NOT_REPLAYABLE  # an argument changed shape (resize_): not a pure write
+    return _Writes(results, tuple((i, a[0] - b[0]) for i, (b, a) in enumerate(zip(before, after)) if a[0] != b[0]))
+
+
 class ReplayingOpFlops(OpFlops):
     """:class:`~.flops.OpFlops` that replays functional aten ops on meta (module docstring).
     ``replays`` counts the ops it did not run."""
@@ -75,30 +135,55 @@ class ReplayingOpFlops(OpFlops):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.replays = 0
-        self._templates: dict[Any, Any] = {}
-        self._functional: dict[Any, bool] = {}
+        self._templates = TEMPLATES
+        # per op: None (not replayed: a view, no schema), False (functional), True (writes)
+        self._writes: dict[Any, bool | None] = {}
+
+    def _writes_kind(self, func: Any) -> bool | None:
+        schema = getattr(func, "_schema", None)
+        kind = None if schema is None or getattr(func, "is_view", True) else bool(schema.is_mutable)
+        self._writes[func] = kind
+        return kind
 
     def run(self, func: Any, args: Any, kwargs: Any) -> Any:
-        functional = self._functional.get(func)
-        if functional is None:
-            schema = getattr(func, "_schema", None)
-            functional = self._functional[func] = (
-                schema is not None and not schema.is_mutable and not getattr(func, "is_view", True)
-            )
-        if not functional or not any(isinstance(a, torch.Tensor) and a.is_meta for a in args):
+        try:
+            writes = self._writes[func]
+        except KeyError:
+            writes = self._writes_kind(func)
+        if writes is None:
+            return func(*args, **kwargs)
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.is_meta:
+                break
+        else:
             return func(*args, **kwargs)  # nothing on meta: nothing to replay
         with torch.no_grad():  # below autograd the grad flags do not matter: key on metadata
             key = key_of(func, args, kwargs)
-        if key is None:
+        if key is None:  # also where a tensor is not on meta (a write there is real)
             return func(*args, **kwargs)
         template = self._templates.get(key)
         if template is None:
+            if len(self._templates) >= TEMPLATE_LIMIT:
+                self._templates.clear()
+            if not writes:
+                out = func(*args, **kwargs)
+                self._templates[key] = _template(out, args, kwargs)
+                return out
+            ins = _tensor_args(args, kwargs)
+            before = _state(ins)
             out = func(*args, **kwargs)
-            self._templates[key] = _template(out, args, kwargs)
+            self._templates[key] = _writes_template(_template(out, args, kwargs), before, _state(ins))
             return out
         if template is _NOT_REPLAYABLE:
             return func(*args, **kwargs)
         self.replays += 1
+        if type(template) is _Writes:
+            if template.bumps:
+                ins = _tensor_args(args, kwargs)
+                for i, n in template.bumps:
+                    for _ in range(n):
+                        torch.autograd.graph.increment_version(ins[i])
+            template = template.results
         if type(template) is list:
             return tuple(_make(spec) for spec in template)
         return _make(template)

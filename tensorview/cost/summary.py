@@ -22,9 +22,10 @@ from ..graph import Graph, ir_of
 from .columns import TableOptions
 from .facts import ModuleFacts, module_facts, static_rows
 from .layers import activation_bytes
-from .params import ParamTotals, TrainingMemory, param_totals, training_memory_of
+from .params import ParamTotals, param_totals
 from .record import CostRecord
 from .row import Row
+from .training import TrainingMemory, training_memory_of
 
 __all__ = ["Row", "Summary", "check_options"]
 
