@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import InvalidInputError, InvalidTypeError, RenderError, shown
 from .formats import Drawing, Format, formats, register
-from .html import HEIGHT, page, viewer_markup
+from .html import HEIGHT, NOTEBOOK_ENGINE, page, viewer_markup
 
 
 def picture(d: Drawing) -> dict[str, str]:
@@ -43,7 +43,9 @@ def fragment(d: Drawing, *, library_: bool | None = None, height: int = HEIGHT, 
     library out, for a page where another output of the same version has it);
     ``picture``: the output before it is its picture (hidden where the viewer starts)."""
     _check(height, library_)
-    return viewer_markup(d, height=height, inline=True, library_=library_ is not False, picture=picture)
+    return viewer_markup(
+        d, height=height, inline=True, library_=library_ is not False, picture=picture, engine=NOTEBOOK_ENGINE
+    )
 
 
 def _check(height: Any, library: Any) -> None:

@@ -1,8 +1,8 @@
 /* tensorview viewer, part 0: the start of one viewer output (render/html.py writes it
  * into an HTML comment; a one-line script runs it).
  *
- * An output is a run of HTML comments and that script: ``tv:lib:`` (elkjs and the
- * viewer, gzip + base64), ``tv:data:`` (the graph and the configuration, gzip + base64)
+ * An output is a run of HTML comments and that script: ``tv:lib:`` (a layout engine,
+ * elkjs or dagre, and the viewer, gzip + base64), ``tv:data:`` (the graph and the configuration, gzip + base64)
  * and ``tv:boot:`` (this code).  Comments are what sanitisers drop and what untrusted
  * notebooks never run, so where scripts cannot run the output shows nothing (its
  * picture is another output).  Where they can, this code puts a host element before
@@ -55,8 +55,13 @@
     var loading = gunzip(parts.lib).then(function (text) {
       var cut = text.indexOf("\n/*tv:viewer*/\n");
       if (!(window.tensorview && window.tensorview.mount)) run(text.slice(cut));
-      var TV = window.tensorview;
-      TV.elkSource = TV.elkSource || text.slice(0, cut);
+      var TV = window.tensorview, engine = /^\/\*tv:engine:(\w+)\*\//.exec(text);
+      if (!TV.engineSource) {
+        // the layout engine (html.py ENGINES): every engine answers in ELK's form, so the
+        // first one a page unpacks lays out all its viewers
+        TV.engine = engine ? engine[1] : "elk";
+        TV.engineSource = text.slice(0, cut);
+      }
       return TV;
     });
     window.__tensorview_library = loading;

@@ -1,12 +1,13 @@
 /* tensorview viewer, part 4: layout off the page's thread.
  *
- * elkjs lays out in a Web Worker made from a ``blob:`` URL of its own text
- * (``tensorview.elkSource``, kept by boot.js), so a page opened from ``file://``, a
- * notebook output and a sandboxed iframe all get one without fetching anything.  elkjs,
- * run in a worker, answers elkjs's own messages (``register``, ``layout``); one worker
- * serves every viewer of the page.  ``cancel(owner)`` ends a viewer's layouts: the worker
- * is stopped and a new one takes the other viewers' layouts.  Where no worker can be made
- * (a Content-Security-Policy without ``worker-src blob:``), elkjs runs in the page.
+ * The layout engine (``tensorview.engineSource``, kept by boot.js: elkjs, or dagre with
+ * its adapter dagre.js) runs in a Web Worker made from a ``blob:`` URL of its own text, so
+ * a page opened from ``file://``, a notebook output and a sandboxed iframe all get one
+ * without fetching anything.  Both engines answer elkjs's worker messages (``register``,
+ * ``layout``) with ELK's result form; one worker serves every viewer of the page.
+ * ``cancel(owner)`` ends a viewer's layouts: the worker is stopped and a new one takes the
+ * other viewers' layouts.  Where no worker can be made (a Content-Security-Policy without
+ * ``worker-src blob:``), the engine runs in the page.
  */
 (function () {
   "use strict";
@@ -23,7 +24,9 @@
   }
 
   function start() {
-    if (!url) url = URL.createObjectURL(new Blob([TV.elkSource, "\n;new self.ELK();\n"], { type: "text/javascript" }));
+    // elkjs answers messages once made; dagre.js sets its own handler
+    var tail = TV.engine === "dagre" ? "\n" : "\n;new self.ELK();\n";
+    if (!url) url = URL.createObjectURL(new Blob([TV.engineSource, tail], { type: "text/javascript" }));
     var w = new Worker(url);
     w.onmessage = received;
     w.onerror = function (ev) {
@@ -46,12 +49,17 @@
 
   function runInPage(job) {
     try {
-      if (!window.ELK) {
+      if (!window.ELK && !window.tvDagreLayout) {
         var s = document.createElement("script");
-        // elkjs's UMD header must not see RequireJS (the classic notebook): it then sets window.ELK
-        s.text = "(function (define, module, exports) {\n" + TV.elkSource + "\n}).call(window);";
+        // a UMD header must not see RequireJS (the classic notebook): elkjs then sets
+        // window.ELK, dagre.js window.tvDagreLayout
+        s.text = "(function (define, module, exports) {\n" + TV.engineSource + "\n}).call(window);";
         (document.head || document.documentElement).appendChild(s);
         s.remove();
+      }
+      if (window.tvDagreLayout) {
+        Promise.resolve(job.graph).then(window.tvDagreLayout).then(job.resolve, job.reject);
+        return;
       }
       if (elk === null) elk = new window.ELK();
       elk.layout(job.graph).then(job.resolve, job.reject);
@@ -73,11 +81,11 @@
     worker.postMessage({ cmd: "layout", graph: job.graph, layoutOptions: {}, options: {}, id: job.id });
   }
 
-  /** Lay out the ELK graph ``graph`` for ``owner`` (a viewer); resolves to ELK's result. */
+  /** Lay out the ELK graph ``graph`` for ``owner`` (a viewer); resolves to ELK's result form. */
   function layout(graph, owner) {
     return new Promise(function (resolve, reject) {
-      if (!TV.elkSource && !window.ELK) return reject(new Error("the layout library is not loaded"));
-      if (!TV.elkSource) inPage = true;
+      if (!TV.engineSource && !window.ELK && !window.tvDagreLayout) return reject(new Error("the layout library is not loaded"));
+      if (!TV.engineSource) inPage = true;
       post({ id: next++, graph: graph, owner: owner, resolve: resolve, reject: reject });
     });
   }
