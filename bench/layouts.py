@@ -8,7 +8,7 @@ vendored: fetched with ``npm pack`` into build/ when npm is there, else left out
 - size: the file as shipped (all three are minified builds), gzip -9, and the library of one
   notebook output (engine + viewer, gzip + base64, as html.py packs it);
 - layout: the views of Llama-3-70B on meta (the default view, the x80 block opened in the
-  viewer, ``open_folds=True``), each laid out from the
+  viewer, which is the view of ``open_folds=True``), each laid out from the
   ELK graph the viewer makes (layout.js), in the page's thread of headless Chromium
   (and MLPs of 1,000 and 2,000 layers unfolded: dagre overflows the stack on the second),
   measured by bench/layouts.js: ms (least of 3 runs; 1 run for views over 1,000 nodes),
@@ -123,8 +123,8 @@ def layout_cases(viz: str | None, only: str = "") -> list[dict[str, Any]]:
     graph = draw_graph(model, input_data=inputs, device="meta")
     views: list[tuple[str, Any, str | None]] = [
         ("70B default", graph, None),
+        # the x80 block opened in the viewer: the view of open_folds=True (one fold in this model)
         ("70B x80 opened", graph, "layers.0"),
-        ("70B open_folds", graph.view(open_folds=True), None),
     ]
     for layers in (1_000, 2_000):
         mlp, mlp_inputs = deep_mlp(layers)()
@@ -185,7 +185,7 @@ def _cell(r: dict[str, Any]) -> str:
 def lines(res: dict[str, Any]) -> list[str]:
     out = []
     for name, s in res["sizes"].items():
-        lib = f", one notebook output's library {s['output'] / 1e6:.3f} MB" if "output" in s else ""
+        lib = f", library of one output or page (gzip + base64) {s['output'] / 1e6:.3f} MB" if "output" in s else ""
         out.append(f"layout engine {name}: {s['raw'] / 1e6:.3f} MB as shipped, {s['gzip'] / 1e6:.3f} MB gzip{lib}")
     if not res["viz"]:
         out.append("viz not measured: npm pack @viz-js/viz failed (no npm or no registry)")

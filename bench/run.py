@@ -9,7 +9,8 @@ and the ratios Recorder/plain and torchview/tensorview.  Times are medians of se
 after a warm-up; judge by the ratios, which are taken in the same run.
 
 The HTML viewer (open time of Llama-3-70B in headless Chromium, page size, a 100k-node
-recording) and the cost of source locations are measured by bench/viewer.py; start-up
+recording) and the cost of source locations are measured by bench/viewer.py, the layout
+engines and a notebook of ten viewers by bench/layouts.py; start-up
 (``tensorview --help``, ``import tensorview`` against ``import torch``) by bench/startup.py.
 
     python bench/run.py [--write-docs] [--only SUBSTRING] [--quick] [--no-viewer]
@@ -644,6 +645,11 @@ def main() -> int:
             measured = viewer.run()
             viewer_lines = viewer.lines(measured)
             results += viewer.targets(measured)
+            import layouts  # the layout engines: size, time, quality; the notebook's size (issue 20)
+
+            engines = layouts.run()
+            viewer_lines += layouts.lines(engines)
+            results += layouts.targets(engines)
         else:
             viewer_lines = [f"HTML viewer not measured: {reason}"]
     total = time.perf_counter() - started
@@ -689,7 +695,7 @@ def main() -> int:
             f"Machine: {machine()}.  Total run time {total:.0f} s.\n\n"
             + md_table(cells)
             + (
-                "\n## HTML viewer and source locations (bench/viewer.py)\n\n"
+                "\n## HTML viewer, source locations (bench/viewer.py) and layout engines (bench/layouts.py)\n\n"
                 + "".join(f"- {line}\n" for line in viewer_lines)
                 if viewer_lines
                 else ""

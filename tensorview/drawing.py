@@ -189,7 +189,7 @@ class ComputationGraph(TorchviewAPI):
         Jupyter shows two outputs: the picture (for notebooks where no script runs:
         untrusted, GitHub, sanitised HTML) and the viewer, which hides the picture where
         it starts.  Each viewer output carries the whole viewer (``library=False`` leaves
-        its 0.7 MB library out, for pages where another output has it)."""
+        its 0.07 MB library out, for pages where another output has it)."""
         return Interactive(self, height=height, library=library)
 
     def _repr_mimebundle_(
