@@ -75,3 +75,47 @@ def test_each_of_ten_viewer_outputs_draws_alone_in_a_sandboxed_iframe(
     assert all(d[1] > 0 for d in drawn)  # edges drawn too
     assert {(d[2], d[3]) for d in drawn} == {("dagre", "worker")}
     assert not [e for e in browser.console() if e["level"] == "SEVERE"]
+
+
+LAYOUT_CHECK = """
+var v = tensorview.viewers[0], pos = v.pos, H = tensorview.layout.HEADER, out = [];
+function inside(b, c) { return b.x >= c.x - 0.5 && b.y >= c.y + H - 4 - 0.5 && b.x + b.width <= c.x + c.width + 0.5 && b.y + b.height <= c.y + c.height + 0.5; }
+function overlap(a, b) { return a.x < b.x + b.width - 0.5 && b.x < a.x + a.width - 0.5 && a.y < b.y + b.height - 0.5 && b.y < a.y + a.height - 0.5; }
+var boxes = [];  // [parent cluster id, box] of every member: nodes and clusters
+v.view.nodes.forEach(function (n) { boxes.push([n.cluster, pos.nodes.get(n.id), 'n' + n.id]); });
+v.view.clusters.forEach(function (c) { boxes.push([c.parent, pos.clusters.get(c.id), 'c' + c.id]); });
+boxes.forEach(function (m) {
+  // below its box's header, inside its box
+  if (m[0] !== -1 && m[0] !== undefined && m[0] !== null && pos.clusters.has(m[0]) && !inside(m[1], pos.clusters.get(m[0]))) out.push('outside ' + m[2]);
+});
+for (var i = 0; i < boxes.length; i++) for (var j = i + 1; j < boxes.length; j++)
+  if (boxes[i][0] === boxes[j][0] && overlap(boxes[i][1], boxes[j][1])) out.push('overlap ' + boxes[i][2] + ' ' + boxes[j][2]);
+return [tensorview.engine, v.view.nodes.length, v.view.clusters.length, out];
+"""
+
+
+@pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
+def test_the_notebook_engine_keeps_members_inside_their_boxes_below_the_header(
+    browser: Browser, tmp_path: Path
+) -> None:
+    import torch
+
+    import tensorview as tv
+
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    graph = tv.draw_graph(torch.nn.TransformerEncoder(layer, 3), input_size=(1, 5, 16), open_folds=True, depth=3)
+    path = tmp_path / "boxes.html"
+    path.write_text(
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{graph.interactive().html}</body></html>'
+    )
+    browser.open(path)
+    engine, nodes, clusters, problems = browser.js(LAYOUT_CHECK)
+    assert engine == "dagre" and nodes == len(graph.get_view().nodes) and clusters >= 1
+    assert problems == []
+    # a box opened inside the fold: a nested compound, laid out again
+    attn = next(m.id for m in graph.graph.modules() if m.path == "layers.0.self_attn")
+    browser.js_async(
+        "var done = arguments[1]; tensorview.viewers[0].open(arguments[0]).then(function () { done(); });", attn
+    )
+    engine, _, more, problems = browser.js(LAYOUT_CHECK)
+    assert more == clusters + 1 and problems == []
