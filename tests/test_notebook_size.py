@@ -119,3 +119,55 @@ def test_the_notebook_engine_keeps_members_inside_their_boxes_below_the_header(
     )
     engine, _, more, problems = browser.js(LAYOUT_CHECK)
     assert more == clusters + 1 and problems == []
+
+
+NARROW_BOX_LONG_TITLE = {
+    "id": "root",
+    "layoutOptions": {"elk.direction": "DOWN"},
+    "children": [
+        {"id": "n0", "width": 40, "height": 30},
+        {"id": "n2", "width": 40, "height": 30},
+        {
+            "id": "c1",
+            "labels": [{"text": "a title much wider than the box's one member", "width": 400, "height": 18}],
+            "layoutOptions": {"elk.padding": "[top=22,left=10,bottom=10,right=10]"},
+            "children": [{"id": "n1", "width": 40, "height": 30}],
+        },
+        {"id": "n3", "width": 40, "height": 30},
+    ],
+    "edges": [  # n2, then the box: grown to its title's width, it would cover n2
+        {"id": "e1", "sources": ["n0"], "targets": ["n2"]},
+        {"id": "e0", "sources": ["n0"], "targets": ["n1"]},
+        {"id": "e2", "sources": ["n0"], "targets": ["n3"]},
+    ],
+}
+
+
+@pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
+def test_a_box_too_narrow_for_its_title_is_laid_out_again_with_room_for_it(browser: Browser, tmp_path: Path) -> None:
+    # the box grows to its title's width after the layout; where that would cover its
+    # neighbours, dagre.js lays the view out again with a node for the header
+    graph = small_drawings()[1]
+    path = tmp_path / "title.html"
+    path.write_text(
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{graph.interactive().html}</body></html>'
+    )
+    browser.open(path)
+    result = browser.js(
+        "var s = document.createElement('script');"
+        "s.text = '(function (define, module, exports) {\\n' + tensorview.engineSource + '\\n}).call(window);';"
+        "document.head.appendChild(s); return window.tvDagreLayout(arguments[0]);",
+        NARROW_BOX_LONG_TITLE,
+    )
+    boxes = {c["id"]: c for c in result["children"]}
+    box, inner = boxes["c1"], boxes["c1"]["children"][0]
+    assert box["width"] >= 400 and inner["y"] >= box["y"] + 22  # room for the title, above the member
+    for other in ("n0", "n2", "n3"):
+        b = boxes[other]
+        apart = (
+            b["x"] >= box["x"] + box["width"]
+            or box["x"] >= b["x"] + b["width"]
+            or b["y"] >= box["y"] + box["height"]
+            or box["y"] >= b["y"] + b["height"]
+        )
+        assert apart, (other, b, box)

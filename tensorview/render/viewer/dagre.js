@@ -7,7 +7,8 @@
  * graph that layout.js makes and answers in ELK's form (boxes at their top-left corner in
  * root coordinates, edges as sections, label boxes), so the rest of the viewer does not
  * know which engine ran.  A compound node's header (its first label) gets a node of its
- * own above the compound's first members, which makes the box tall and wide enough for it.
+ * own above the compound's first members (top to bottom; in other directions the box
+ * grows upwards after the layout), which makes the box tall and wide enough for it.
  */
 (function (scope) {
   "use strict";
@@ -18,12 +19,38 @@
     return isFinite(n) ? n : fallback;
   }
 
-  /** Lay out ``graph`` (ELK JSON, as layout.js writes it); returns ELK's result form. */
+  /** Lay out ``graph`` (ELK JSON, as layout.js writes it); returns ELK's result form.
+   * Boxes first grow after the layout to make room for their headers (upwards, and to the
+   * right for a long title); where that makes two boxes of one parent overlap, and the
+   * drawing runs top to bottom, it is laid out again with a node for each header. */
   function layout(graph) {
-    var opts = graph.layoutOptions || {};
+    var rankdir = DIRS[(graph.layoutOptions || {})["elk.direction"]] || "TB";
+    var out = attempt(graph, false);
+    return rankdir === "TB" && overlapping(out) ? attempt(graph, true) : out;
+  }
+
+  function overlap(a, b) {
+    return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+  }
+
+  /** Whether two members of one box (or of the root) overlap, one of them a box. */
+  function overlapping(node) {
+    var kids = node.children || [];
+    for (var i = 0; i < kids.length; i += 1) {
+      if (kids[i].children && overlapping(kids[i])) return true;
+      for (var j = i + 1; j < kids.length; j += 1) {
+        if ((kids[i].children || kids[j].children) && overlap(kids[i], kids[j])) return true;
+      }
+    }
+    return false;
+  }
+
+  /** One layout; ``headers``: a node for each box's header, above its first members. */
+  function attempt(graph, headers) {
+    var opts = graph.layoutOptions || {}, rankdir = DIRS[opts["elk.direction"]] || "TB";
     var g = new dagre.graphlib.Graph({ compound: true, multigraph: true });
     g.setGraph({
-      rankdir: DIRS[opts["elk.direction"]] || "TB",
+      rankdir: rankdir,
       nodesep: number(opts["elk.spacing.nodeNode"], 18),
       ranksep: number(opts["elk.layered.spacing.nodeNodeBetweenLayers"], 26),
       edgesep: number(opts["elk.spacing.edgeNode"], 12),
@@ -38,8 +65,10 @@
           compound.set(c.id, c);
           g.setNode(c.id, {});
           var head = (c.labels && c.labels[0]) || { width: 0, height: 0 };
-          g.setNode("h:" + c.id, { width: head.width, height: head.height });
-          g.setParent("h:" + c.id, c.id);
+          if (headers) {
+            g.setNode("h:" + c.id, { width: head.width, height: head.height });
+            g.setParent("h:" + c.id, c.id);
+          }
           walk(c, c.id);
         } else {
           leaves.push(c);
@@ -68,7 +97,7 @@
       }
     });
     parent.forEach(function (up, id) {
-      if (up !== null && !fed.has(id)) g.setEdge("h:" + up, compound.has(id) ? "h:" + id : id, { weight: 4 }, "h:" + id);
+      if (headers && up !== null && !fed.has(id)) g.setEdge("h:" + up, compound.has(id) ? "h:" + id : id, { weight: 4 }, "h:" + id);
     });
     (graph.edges || []).forEach(function (e) {
       var label = e.labels && e.labels[0];
@@ -93,18 +122,37 @@
       into.height = n.height;
       return into;
     }
+    // the room a box keeps above its members for its header (layout.js: its padding's top)
+    function headRoom(c) {
+      var m = /top=([\d.]+)/.exec((c.layoutOptions || {})["elk.padding"] || "");
+      return m ? Number(m[1]) : 0;
+    }
     function place(node) {
       return (node.children || []).map(function (c) {
         var out = box(c.id, { id: c.id });
         if (c.children) {
-          // the box starts at its header: the header node's top, less the room above it
-          var head = g.node("h:" + c.id), top = head.y - head.height / 2 - 4;
-          if (top > out.y) {
-            out.height -= top - out.y;
-            out.y = top;
-          }
           out.children = place(c);
           out.labels = c.labels;
+          // the box's top: the header node's top (top to bottom), and never less room than
+          // the header needs above the highest member; bottom and sides only grow
+          var top = Infinity, right = out.x + out.width, bottom = out.y + out.height, left = out.x;
+          out.children.forEach(function (m) {
+            top = Math.min(top, m.y);
+            left = Math.min(left, m.x - 10);
+            right = Math.max(right, m.x + m.width + 10);
+            bottom = Math.max(bottom, m.y + m.height + 10);
+          });
+          var want = top === Infinity ? out.y : top - headRoom(c);
+          if (headers) {
+            var head = g.node("h:" + c.id);
+            want = Math.min(want, head.y - head.height / 2 - 4);
+          }
+          var label = c.labels && c.labels[0];
+          right = Math.max(right, left + (label ? label.width : 0));
+          out.x = left;
+          out.y = want;
+          out.width = right - left;
+          out.height = bottom - want;
         }
         return out;
       });
