@@ -6,9 +6,9 @@
  * worker or, where no worker can be made, in the page (worker.js).  It reads the ELK
  * graph that layout.js makes and answers in ELK's form (boxes at their top-left corner in
  * root coordinates, edges as sections, label boxes), so the rest of the viewer does not
- * know which engine ran.  A compound node's header (its first label) gets a node of its
- * own above the compound's first members (top to bottom; in other directions the box
- * grows upwards after the layout), which makes the box tall and wide enough for it.
+ * know which engine ran.  dagre leaves no room for a compound node's header (its first
+ * label): the box grows after the layout, upwards and to the title's width, and where that
+ * makes boxes overlap the view is laid out again with a node for each header (``layout``).
  */
 (function (scope) {
   "use strict";
@@ -157,13 +157,10 @@
         return out;
       });
     }
-    var size = g.graph();
-    return {
+    return fit({
       id: graph.id,
       x: 0,
       y: 0,
-      width: size.width,
-      height: size.height,
       children: place(graph),
       edges: (graph.edges || []).map(function (e) {
         var r = g.edge({ v: e.sources[0], w: e.targets[0], name: e.id }), pts = r.points || [];
@@ -177,7 +174,36 @@
         }
         return out;
       }),
-    };
+    });
+  }
+
+  /** ``result`` moved so that every box (grown for its header) starts at the margin or
+   * after it, and sized to hold them all. */
+  function fit(result) {
+    var minX = Infinity, minY = Infinity, maxX = 0, maxY = 0;
+    (function walk(node) {
+      (node.children || []).forEach(function (c) {
+        minX = Math.min(minX, c.x);
+        minY = Math.min(minY, c.y);
+        maxX = Math.max(maxX, c.x + c.width);
+        maxY = Math.max(maxY, c.y + c.height);
+        walk(c);
+      });
+    })(result);
+    var dx = minX < 12 ? 12 - minX : 0, dy = minY < 12 ? 12 - minY : 0;
+    function move(p) { p.x += dx; p.y += dy; }
+    if (dx || dy) {
+      (function walk(node) {
+        (node.children || []).forEach(function (c) { move(c); walk(c); });
+      })(result);
+      result.edges.forEach(function (e) {
+        e.sections.forEach(function (sec) { move(sec.startPoint); sec.bendPoints.forEach(move); move(sec.endPoint); });
+        (e.labels || []).forEach(move);
+      });
+    }
+    result.width = (minX === Infinity ? 0 : maxX + dx) + 12;
+    result.height = (minY === Infinity ? 0 : maxY + dy) + 12;
+    return result;
   }
 
   scope.tvDagreLayout = layout;
