@@ -2,8 +2,8 @@
  * into an HTML comment; a one-line script runs it).
  *
  * An output is a run of HTML comments and that script: ``tv:lib:`` (a layout engine,
- * elkjs or dagre, and the viewer, gzip + base64), ``tv:data:`` (the graph and the configuration, gzip + base64)
- * and ``tv:boot:`` (this code).  Comments are what sanitisers drop and what untrusted
+ * elkjs or dagre, and the viewer, gzip + base64), ``tv:data:`` (the graph and the
+ * configuration, gzip + base64) and ``tv:boot:`` (this code).  Comments are what sanitisers drop and what untrusted
  * notebooks never run, so where scripts cannot run the output shows nothing (its
  * picture is another output).  Where they can, this code puts a host element before
  * the script, unpacks the library once per page (or uses one another output unpacked)
