@@ -171,3 +171,33 @@ def test_a_box_too_narrow_for_its_title_is_laid_out_again_with_room_for_it(brows
             or box["y"] >= b["y"] + b["height"]
         )
         assert apart, (other, b, box)
+
+
+@pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
+def test_a_deep_view_is_laid_out_in_bands_in_the_worker(browser: Browser, tmp_path: Path) -> None:
+    # dagre recurses along paths; a worker's stack held about 700 nodes of a chain: deeper
+    # views are cut into bands (dagre.js), laid out one by one and stacked
+    import torch
+
+    import tensorview as tv
+
+    model = torch.nn.Sequential(*[torch.nn.Linear(2, 2) for _ in range(1000)])
+    graph = tv.draw_graph(model, input_size=(1, 2), fold=False, depth=1)
+    path = tmp_path / "deep.html"
+    path.write_text(
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{graph.interactive().html}</body></html>'
+    )
+    browser.open(path, timeout=300)
+    engine, nodes, _, problems = browser.js(LAYOUT_CHECK)
+    assert engine == "dagre" and browser.js("return tensorview.worker.where()") == "worker"
+    assert nodes == len(graph.get_view().nodes) > 1000 and problems == []
+    assert browser.js("return document.querySelectorAll('.tv-viewer .tv-node').length") == nodes
+    # every edge drawn, top to bottom: each starts at or below its source's top, ends at its target
+    ordered = browser.js(
+        "var v = tensorview.viewers[0], bad = 0;"
+        "v.view.edges.forEach(function (e, k) { var p = v.pos.edges.find(function (x) { return x.index === k; });"
+        " var s = v.pos.nodes.get(e.src), d = v.pos.nodes.get(e.dst);"
+        " if (!p || !p.points.length || !(s.y < d.y) || Math.abs(p.points[p.points.length - 1].y - d.y) > 1) bad += 1; });"
+        "return [bad, v.view.edges.length];"
+    )
+    assert ordered[0] == 0 and ordered[1] == nodes - 1

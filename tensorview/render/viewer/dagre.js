@@ -24,9 +24,140 @@
    * right for a long title); where that makes two boxes of one parent overlap, and the
    * drawing runs top to bottom, it is laid out again with a node for each header. */
   function layout(graph) {
+    var cuts = bands(graph);
+    return cuts ? stack(graph, cuts) : single(graph);
+  }
+
+  function single(graph) {
     var rankdir = DIRS[(graph.layoutOptions || {})["elk.direction"]] || "TB";
     var out = attempt(graph, false);
     return rankdir === "TB" && overlapping(out) ? attempt(graph, true) : out;
+  }
+
+  // -- deep views in bands --------------------------------------------------------------
+  // dagre walks paths recursively, and a worker's stack holds paths of about 700 nodes: a
+  // deeper view is cut across, where only edges between neighbouring levels cross, into
+  // bands of at most BAND levels, laid out one by one and stacked
+  var BAND = 300, GAP = 40;
+
+  /** The top-level members of ``graph``, their levels and the cuts between bands (level
+   * indices where a band ends), or null when the view is shallow or cannot be cut. */
+  function bands(graph) {
+    var dir = DIRS[(graph.layoutOptions || {})["elk.direction"]] || "TB";
+    var kids = graph.children || [], top = new Map(), edges = graph.edges || [];
+    if (dir !== "TB" && dir !== "LR") return null;
+    kids.forEach(function (c, k) {
+      (function mark(n) {
+        top.set(n.id, k);
+        (n.children || []).forEach(mark);
+      })(c);
+    });
+    if (top.size <= BAND) return null;
+    var n = kids.length, indeg = new Array(n).fill(0), next = kids.map(function () { return []; });
+    edges.forEach(function (e) {
+      var a = top.get(e.sources[0]), b = top.get(e.targets[0]);
+      if (a !== undefined && b !== undefined && a !== b) {
+        next[a].push(b);
+        indeg[b] += 1;
+      }
+    });
+    var level = new Array(n).fill(0), queue = [], seen = 0, depth = 0;
+    indeg.forEach(function (d, k) { if (!d) queue.push(k); });
+    while (queue.length) {
+      var a = queue.pop();
+      seen += 1;
+      depth = Math.max(depth, level[a] + 1);
+      next[a].forEach(function (b) {
+        level[b] = Math.max(level[b], level[a] + 1);
+        indeg[b] -= 1;
+        if (!indeg[b]) queue.push(b);
+      });
+    }
+    if (seen < n || depth <= BAND) return null; // a cycle, or shallow enough
+    // a cut after level c may only be crossed by edges from level c to level c + 1
+    var blocked = new Array(depth + 1).fill(0);
+    next.forEach(function (targets, a) {
+      targets.forEach(function (b) {
+        if (level[b] - level[a] > 1) {
+          blocked[level[a]] += 1;
+          blocked[level[b] - 1] -= 1;
+        }
+      });
+    });
+    for (var k = 1; k <= depth; k += 1) blocked[k] += blocked[k - 1];
+    var cuts = [], start = 0;
+    while (depth - start > BAND) {
+      var c = Math.min(start + BAND - 1, depth - 2);
+      while (c >= start && blocked[c]) c -= 1;
+      if (c < start) return null; // no cut within reach: one layout, which may fail
+      cuts.push(c);
+      start = c + 1;
+    }
+    return { top: top, level: level, cuts: cuts };
+  }
+
+  function shift(result, dx, dy) {
+    function move(p) { p.x += dx; p.y += dy; }
+    (function walk(node) {
+      (node.children || []).forEach(function (c) { move(c); walk(c); });
+    })(result);
+    result.edges.forEach(function (e) {
+      e.sections.forEach(function (sec) { move(sec.startPoint); sec.bendPoints.forEach(move); move(sec.endPoint); });
+      (e.labels || []).forEach(move);
+    });
+  }
+
+  /** ``graph`` laid out band by band, the bands stacked along the direction of the layout
+   * and the edges between them drawn straight across the gap. */
+  function stack(graph, split) {
+    var across = (DIRS[(graph.layoutOptions || {})["elk.direction"]] || "TB") === "TB";
+    function band(k) {
+      var b = 0;
+      while (b < split.cuts.length && split.level[k] > split.cuts[b]) b += 1;
+      return b;
+    }
+    var kids = graph.children || [], parts = split.cuts.map(function () { return []; }).concat([[]]);
+    kids.forEach(function (c, k) { parts[band(k)].push(c); });
+    var ofEdge = function (e) { return [band(split.top.get(e.sources[0])), band(split.top.get(e.targets[0]))]; };
+    var results = parts.map(function (children, b) {
+      var edges = (graph.edges || []).filter(function (e) { var t = ofEdge(e); return t[0] === b && t[1] === b; });
+      return single({ id: graph.id, layoutOptions: graph.layoutOptions, children: children, edges: edges });
+    });
+    var breadth = Math.max.apply(null, results.map(function (r) { return across ? r.width : r.height; }));
+    var at = 0, out = { id: graph.id, x: 0, y: 0, children: [], edges: [] };
+    results.forEach(function (r) {
+      var centre = (breadth - (across ? r.width : r.height)) / 2;
+      if (across) shift(r, centre, at);
+      else shift(r, at, centre);
+      at += (across ? r.height : r.width) + GAP;
+      out.children = out.children.concat(r.children);
+      out.edges = out.edges.concat(r.edges);
+    });
+    var boxes = new Map();
+    (function walk(node) {
+      (node.children || []).forEach(function (c) { boxes.set(c.id, c); walk(c); });
+    })(out);
+    (graph.edges || []).forEach(function (e) {
+      var t = ofEdge(e);
+      if (t[0] === t[1]) return;
+      var s = boxes.get(e.sources[0]), d = boxes.get(e.targets[0]), a, z, m1, m2;
+      if (across) {
+        a = { x: s.x + s.width / 2, y: s.y + s.height };
+        z = { x: d.x + d.width / 2, y: d.y };
+        m1 = { x: a.x, y: (a.y + z.y) / 2 };
+        m2 = { x: z.x, y: m1.y };
+      } else {
+        a = { x: s.x + s.width, y: s.y + s.height / 2 };
+        z = { x: d.x, y: d.y + d.height / 2 };
+        m1 = { x: (a.x + z.x) / 2, y: a.y };
+        m2 = { x: m1.x, y: z.y };
+      }
+      var edge = { id: e.id, sources: e.sources, targets: e.targets, sections: [{ startPoint: a, bendPoints: [m1, m2], endPoint: z }] };
+      var label = e.labels && e.labels[0];
+      if (label) edge.labels = [{ text: label.text, width: label.width, height: label.height, x: m2.x + 4, y: m2.y - label.height / 2 }];
+      out.edges.push(edge);
+    });
+    return fit(out);
   }
 
   function overlap(a, b) {
