@@ -10,7 +10,7 @@ vendored: fetched with ``npm pack`` into build/ when npm is there, else left out
 - layout: the views of Llama-3-70B on meta (the default view, the x80 block opened in the
   viewer, which is the view of ``open_folds=True``), each laid out from the
   ELK graph the viewer makes (layout.js), in the page's thread of headless Chromium
-  (and MLPs of 1,000 and 2,000 layers unfolded: dagre overflows the stack on the second),
+  (and MLPs of 1,000 and 2,000 layers unfolded: dagre.js cuts deep views into bands),
   measured by bench/layouts.js: ms (least of 3 runs; 1 run for views over 1,000 nodes),
   width x height, edge crossings, edge segments through other nodes' boxes, overlapping
   boxes (nodes; module boxes of one parent), members outside their box, the share of

@@ -9,6 +9,8 @@
  * know which engine ran.  dagre leaves no room for a compound node's header (its first
  * label): the box grows after the layout, upwards and to the title's width, and where that
  * makes boxes overlap the view is laid out again with a node for each header (``layout``).
+ * dagre walks paths recursively, so a view deeper than 300 levels is cut across into
+ * bands, laid out one by one and stacked (``bands``, ``stack``).
  */
 (function (scope) {
   "use strict";
@@ -239,7 +241,8 @@
     try {
       dagre.layout(g);
     } catch (err) {
-      // dagre walks paths recursively: a path of about 2,000 nodes overflows the stack
+      // dagre walks paths recursively: a path of about 700 nodes overflows a worker's stack
+      // (``bands`` cuts deeper views where it can)
       if (!(err instanceof RangeError)) throw err;
       throw new Error("this view is too deep for the notebook's layout engine (dagre: " + err.message + "); " +
         "graph.save(\"model.html\") writes a page laid out with elkjs");
