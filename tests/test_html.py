@@ -255,6 +255,18 @@ def test_interactive_checks_its_arguments() -> None:
         graph.interactive(height=10)
     with pytest.raises(tv.InvalidTypeError, match="library must be True, False or None"):
         graph.interactive(library="yes")  # type: ignore[arg-type]
+    with pytest.raises(tv.InvalidInputError, match=r"engine must be one of \['dagre', 'elk'\], got 'graphviz'"):
+        graph.interactive(engine="graphviz")
+
+
+def test_a_notebook_output_may_carry_elkjs() -> None:
+    # the better layout of big views, at 0.68 MB an output instead of 0.07 MB
+    graph = cnn()
+    elk = Page(graph.interactive(engine="elk").html)
+    assert unpack(elk.parts["lib"]).startswith("/*tv:engine:elk*/\n" + viewer_html.asset("vendor/elk.bundled.js")[:200])
+    assert "height" in elk.parts and elk.data() == Page(graph.interactive().html).data()
+    _, viewer = graph.interactive(engine="elk").bundles()
+    assert viewer_html.library("elk") in viewer["text/html"]
 
 
 def test_the_viewer_starts_at_the_users_view() -> None:

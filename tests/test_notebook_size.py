@@ -201,3 +201,15 @@ def test_a_deep_view_is_laid_out_in_bands_in_the_worker(browser: Browser, tmp_pa
         "return [bad, v.view.edges.length];"
     )
     assert ordered[0] == 0 and ordered[1] == nodes - 1
+
+
+@pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
+def test_an_output_asked_to_carry_elkjs_lays_out_with_it(browser: Browser, tmp_path: Path) -> None:
+    graph = small_drawings()[0]
+    path = tmp_path / "elk.html"
+    html = graph.interactive(engine="elk").html
+    path.write_text(f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{html}</body></html>')
+    browser.open(path)
+    engine, nodes, _, problems = browser.js(LAYOUT_CHECK)
+    assert engine == "elk" and nodes == len(graph.get_view().nodes) and problems == []
+    assert browser.js("return tensorview.worker.where()") == "worker"
