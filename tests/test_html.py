@@ -96,7 +96,8 @@ def test_save_html_writes_one_self_contained_page(tmp_path: Path) -> None:
     tags = [t for t, _ in page.tags]
     # one script runs (the starter); library, data and start code are comments; nothing is loaded
     assert tags.count("script") == 1 and not [a for t, a in page.tags if "src" in a or "href" in a]
-    assert set(page.parts) == {"lib", "data", "boot"}  # no height: the page fills the window
+    assert set(page.parts) == {"lib", "engine", "data", "boot"}  # no height: the page fills the window
+    assert page.parts["engine"] == "elk" and page.config()["engine"] == "elk"
     csp = next(a["content"] for t, a in page.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
     assert csp is not None and csp.startswith("default-src 'none'") and "worker-src blob:" in csp
     assert page.data() == json.loads(json.dumps(encode(graph.graph)))
@@ -175,7 +176,7 @@ def test_hostile_names_cannot_break_out_of_the_page(tmp_path: Path) -> None:
     # the same elements as for a harmless model: nothing injected
     harmless = Page(Path(cnn().save(tmp_path / "ok.html")).read_text(encoding="utf-8"))
     assert [t for t, _ in page.tags] == [t for t, _ in harmless.tags]
-    assert "<img" not in text and [c.split(":")[1] for c in page.comments] == ["lib", "data", "boot"]
+    assert "<img" not in text and [c.split(":")[1] for c in page.comments] == ["lib", "engine", "data", "boot"]
     for bad in ("</script><img", "<script>alert", "</title><script>", "</style><script>"):
         assert bad not in text
     # the names are all there, as JSON escapes that read back unchanged
@@ -200,7 +201,7 @@ def test_every_notebook_output_carries_the_whole_viewer() -> None:
     first, second = graph.interactive()._repr_html_(), graph.view(depth=1).interactive()._repr_html_()
     pages = [Page(first), Page(second)]
     # each output has the library, its own data and the start code: it works alone
-    assert all(set(p.parts) == {"lib", "data", "height", "boot"} for p in pages)
+    assert all(set(p.parts) == {"lib", "engine", "data", "height", "boot"} for p in pages)
     assert pages[0].parts["lib"] == pages[1].parts["lib"]
     assert pages[0].data() == pages[1].data() and pages[1].config()["options"]["depth"] == 1
     assert pages[0].config()["inline"] is True

@@ -213,3 +213,21 @@ def test_an_output_asked_to_carry_elkjs_lays_out_with_it(browser: Browser, tmp_p
     engine, nodes, _, problems = browser.js(LAYOUT_CHECK)
     assert engine == "elk" and nodes == len(graph.get_view().nodes) and problems == []
     assert browser.js("return tensorview.worker.where()") == "worker"
+
+
+@pytest.mark.skipif(why_no_browser() is not None, reason=f"no browser: {why_no_browser()}")
+def test_outputs_of_both_engines_on_one_page_each_use_their_own(browser: Browser, tmp_path: Path) -> None:
+    # JupyterLab puts every output in one page: an engine="elk" output below a default one
+    # unpacks its own engine, and each viewer is laid out by the engine it asked for
+    graphs = small_drawings()[:2]
+    body = graphs[0].interactive().html + graphs[1].interactive(engine="elk").html
+    path = tmp_path / "both.html"
+    path.write_text(f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{body}</body></html>')
+    browser.open(path)
+    used = browser.js("return tensorview.viewers.map(function (v) { return tensorview.worker.engineOf(v); })")
+    assert used == ["dagre", "elk"] and sorted(browser.js("return Object.keys(tensorview.engines)")) == ["dagre", "elk"]
+    counts = browser.js(
+        "return tensorview.viewers.map(function (v) { return v.root.querySelectorAll('.tv-node').length; })"
+    )
+    assert counts == [len(g.get_view().nodes) for g in graphs]
+    assert browser.js("return tensorview.worker.where()") == "worker"

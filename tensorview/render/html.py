@@ -142,9 +142,10 @@ def boot() -> str:
     return f"<!--tv:boot:{code}-->"
 
 
-def payload(d: Drawing, inline: bool) -> dict[str, Any]:
-    """What one viewer shows: the compact graph and its configuration."""
-    return {"graph": encode(d.graph), "config": {**config(d), "inline": inline}}
+def payload(d: Drawing, inline: bool, engine: str = PAGE_ENGINE) -> dict[str, Any]:
+    """What one viewer shows: the compact graph and its configuration (with the layout
+    engine it asks for)."""
+    return {"graph": encode(d.graph), "config": {**config(d), "inline": inline, "engine": engine}}
 
 
 def viewer_markup(
@@ -162,9 +163,9 @@ def viewer_markup(
     layout engine the library carries (``ENGINES``)."""
     uid = uuid.uuid4().hex[:16]  # the starter's id, for pages that run scripts without currentScript
     data = packed(
-        json.dumps(_visible(payload(d, inline)), separators=(",", ":"), allow_nan=False)
+        json.dumps(_visible(payload(d, inline, engine)), separators=(",", ":"), allow_nan=False)
     )  # escape.visible: the SVG export parses
-    parts = [library(engine) if library_ else "", f"<!--tv:data:\n{data}-->"]
+    parts = [library(engine) if library_ else "", f"<!--tv:engine:{engine}-->", f"<!--tv:data:\n{data}-->"]
     if height is not None:
         parts.append(f"<!--tv:height:{int(height)}-->")
     if picture:
