@@ -11,10 +11,11 @@ A viewer is written as HTML comments and one short script (``viewer_markup``): t
 library (layout engine and viewer), the data (graph and configuration, gzip + base64) and
 the start code (viewer/boot.js).  The saved page carries elkjs (1.7 MB, about 0.67 MB as
 gzip + base64), the best layout; a notebook output carries dagre (the library is then
-about 0.06 MB as gzip + base64), so that a notebook of many viewers stays small
-(``ENGINES``; bench/layouts.py measures size, time and layout quality of both).  Each output
-carries all of them, so it works alone, in any order, in a per-output iframe; the
-library is unpacked once per page (the browser's ``DecompressionStream``).  Sanitisers
+about 0.07 MB as gzip + base64), so that a notebook of many viewers stays small
+(``ENGINES``; bench/layouts.py measures size, time and layout quality of both; a comment
+``tv:engine:`` names the one an output asks for).  Each output carries all of them, so it
+works alone, in any order, in a per-output iframe; the viewer is unpacked once per page,
+each engine once (the browser's ``DecompressionStream``).  Sanitisers
 drop comments and untrusted notebooks run no script, so there the output is empty: the
 notebook shows the static picture, which is an output of its own (notebook.py).  Model
 text never enters the markup as text: it is inside base64, and the viewer puts names
