@@ -8,7 +8,7 @@
 #               the test suite against the newest release of every dependency but torch, in its
 #               own virtualenv (.venv-latest): what the lock will meet next (drift printed first)
 #   make lock   rewrite requirements/lock.txt from .venv-latest (after `make test-latest` passed)
-#   make vendor refresh the viewer's vendored elkjs from the npm registry (ELKJS_VERSION)
+#   make vendor refresh the viewer's vendored elkjs and dagre from the npm registry
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -22,8 +22,11 @@ LATEST_VENV ?= .venv-latest
 # what passed yesterday passes today. `LOCK=` (empty) installs the newest versions instead.
 LOCK ?= requirements/lock.txt
 CONSTRAINTS = $(if $(LOCK),-c $(LOCK))
-# the layout library of the HTML viewer, vendored into the package (make vendor)
+# the layout engines of the HTML viewer, vendored into the package (make vendor): elkjs for
+# saved pages, dagre (with graphlib built in) for notebook outputs
 ELKJS_VERSION ?= 0.12.1
+DAGRE_VERSION ?= 3.1.3
+GRAPHLIB_VERSION ?= 4.0.6
 VENDOR := tensorview/render/viewer/vendor
 
 .PHONY: setup demo test test-torch test-latest lock bench clean format vendor chromium
@@ -62,7 +65,14 @@ vendor:
 	cp build/elkjs/package/lib/elk.bundled.js $(VENDOR)/elk.bundled.js
 	cp build/elkjs/package/LICENSE.md $(VENDOR)/LICENSE-elkjs.md
 	echo $(ELKJS_VERSION) > $(VENDOR)/VERSION
-	@echo "elkjs $(ELKJS_VERSION) vendored into $(VENDOR); update the version in $(VENDOR)/README.md"
+	cd build/elkjs && npm pack --silent @dagrejs/dagre@$(DAGRE_VERSION) @dagrejs/graphlib@$(GRAPHLIB_VERSION) >/dev/null
+	cd build/elkjs && mkdir -p dagre graphlib && tar xzf dagrejs-dagre-$(DAGRE_VERSION).tgz -C dagre && \
+	  tar xzf dagrejs-graphlib-$(GRAPHLIB_VERSION).tgz -C graphlib
+	cp build/elkjs/dagre/package/dist/dagre.min.js $(VENDOR)/dagre.min.js
+	cp build/elkjs/dagre/package/LICENSE $(VENDOR)/LICENSE-dagre
+	cp build/elkjs/graphlib/package/LICENSE $(VENDOR)/LICENSE-graphlib
+	echo $(DAGRE_VERSION) > $(VENDOR)/VERSION-dagre
+	@echo "elkjs $(ELKJS_VERSION), dagre $(DAGRE_VERSION) vendored into $(VENDOR); update the versions in $(VENDOR)/README.md"
 
 demo: setup
 	$(PY) -m tensorview.demo docs/images/demo.svg

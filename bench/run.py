@@ -9,7 +9,8 @@ and the ratios Recorder/plain and torchview/tensorview.  Times are medians of se
 after a warm-up; judge by the ratios, which are taken in the same run.
 
 The HTML viewer (open time of Llama-3-70B in headless Chromium, page size, a 100k-node
-recording) and the cost of source locations are measured by bench/viewer.py; start-up
+recording) and the cost of source locations are measured by bench/viewer.py, the layout
+engines and a notebook of ten viewers by bench/layouts.py; start-up
 (``tensorview --help``, ``import tensorview`` against ``import torch``) by bench/startup.py;
 ``tv.summary`` against torchinfo's ``summary`` by bench/summary_speed.py.
 
@@ -37,9 +38,9 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import summary_speed  # noqa: E402
 from backward import measure as measure_backward  # noqa: E402
 from backward import targets as backward_targets  # noqa: E402
-import summary_speed  # noqa: E402
 from floor import as_recorded, minimal_recording  # noqa: E402
 from models import CASES, Case, deep_mlp  # noqa: E402
 from pictures import measure as measure_pictures  # noqa: E402
@@ -653,6 +654,11 @@ def main() -> int:
             measured = viewer.run()
             viewer_lines = viewer.lines(measured)
             results += viewer.targets(measured)
+            import layouts  # the layout engines: size, time, quality; the notebook's size (issue 20)
+
+            engines = layouts.run()
+            viewer_lines += layouts.lines(engines)
+            results += layouts.targets(engines)
         else:
             viewer_lines = [f"HTML viewer not measured: {reason}"]
     total = time.perf_counter() - started
@@ -699,7 +705,7 @@ def main() -> int:
             f"Machine: {machine()}.  Total run time {total:.0f} s.\n\n"
             + md_table(cells)
             + (
-                "\n## HTML viewer and source locations (bench/viewer.py)\n\n"
+                "\n## HTML viewer, source locations (bench/viewer.py) and layout engines (bench/layouts.py)\n\n"
                 + "".join(f"- {line}\n" for line in viewer_lines)
                 if viewer_lines
                 else ""

@@ -190,14 +190,14 @@ class ComputationGraph(TorchviewAPI):
         return self.graph.to_dict()
 
     # -- display -----------------------------------------------------------------------
-    def interactive(self, *, height: int = 640, library: bool | None = None) -> Interactive:
+    def interactive(self, *, height: int = 640, library: bool | None = None, engine: str = "dagre") -> Interactive:
         """The interactive viewer, displayed inline by Jupyter (JupyterLab, classic, VS Code):
         open and close modules and folded repeats, search, details.  ``height`` in pixels;
-        Jupyter shows two outputs: the picture (for notebooks where no script runs:
-        untrusted, GitHub, sanitised HTML) and the viewer, which hides the picture where
-        it starts.  Each viewer output carries the whole viewer (``library=False`` leaves
-        its 0.7 MB library out, for pages where another output has it)."""
-        return Interactive(self, height=height, library=library)
+        Jupyter shows the picture (where no script runs: untrusted, GitHub, sanitised HTML)
+        and the viewer, which hides it.  Each output carries the whole viewer (``library=False``:
+        not its 0.07 MB library); ``engine``: its layout engine, ``"dagre"`` (small) or
+        ``"elk"`` (the saved page's, better on big views, 0.68 MB per output; docs/viewer.md)."""
+        return Interactive(self, height=height, library=library, engine=engine)
 
     def _repr_mimebundle_(
         self, include: Iterable[str] | None = None, exclude: Iterable[str] | None = None

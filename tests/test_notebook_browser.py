@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 import tensorview as tv
 
@@ -164,7 +165,7 @@ def test_an_executed_notebook_keeps_a_picture_beside_each_viewer(notebook: Any) 
         assert [set(o["data"]) for o in cell] == [picture, {"text/html", "text/plain"}]
         assert "<!--tv:lib:" in cell[1]["data"]["text/html"]  # every viewer carries its library
     size = sum(len(str(o["data"])) for c in cells for o in c)
-    assert size < 2 * 800_000  # two viewers: the library packed (~0.7 MB) twice, small pictures
+    assert size < 400_000  # two viewers (the library packed, ~0.07 MB each with dagre) and five pictures
 
 
 def convert(nb: Any, tmp_path: Path, name: str, **options: Any) -> Path:
@@ -371,3 +372,60 @@ def test_keyboard_and_screen_reader_basics(browser: Browser, tmp_path: Path) -> 
     assert head.get_attribute("aria-label").startswith("Close ") and head.get_attribute("tabindex") == "0"
     assert not browser.driver.find_elements(By.CSS_SELECTOR, rect)  # drawn as an opened box now
     assert not errors(browser)
+
+
+# -- a wide picture: scaled to the output, a click shows it at full size ---------------------------
+WIDE_IMG = """
+var img = document.querySelectorAll('.jp-OutputArea-child')[5].querySelector('img');
+var out = img.parentNode;
+return [img.getBoundingClientRect().width, out.getBoundingClientRect().width, out.scrollWidth];"""
+
+
+def test_a_click_shows_a_wide_picture_at_full_size_where_scripts_run(
+    notebook: Any, browser: Browser, tmp_path: Path
+) -> None:
+    # nbconvert's HTML (JupyterLab draws the same <img>): the viewers' script watches the page's clicks
+    browser.driver.get(convert(notebook, tmp_path, "wide.html").as_uri())
+    browser.wait_ready()
+    scaled, area, _ = browser.js(WIDE_IMG)
+    assert abs(scaled - area) <= 2
+    img = browser.driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-child")[5].find_element(By.TAG_NAME, "img")
+    img.click()
+    full, area_after, scroll = browser.js(WIDE_IMG)
+    assert full > 5 * area and area_after == area and scroll > 5 * area  # full size; the output scrolls
+    assert img.get_attribute("data-tv-full") == "1" and "zoom-out" in img.get_attribute("style")
+    browser.js("arguments[0].click()", img)  # a second click: back to the output's width
+    assert abs(browser.js(WIDE_IMG)[0] - area) <= 2
+    assert not [e for e in errors(browser) if e["source"] != "network"]  # nbconvert's CDN scripts: offline
+
+
+def test_a_wide_picture_drawn_inline_toggles_itself_without_a_viewer(browser: Browser, tmp_path: Path) -> None:
+    # the classic notebook draws SVG inline: the picture's own attributes do it, no viewer on the page
+    wide = tv.draw_graph(
+        torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(40)]),
+        input_size=(1, 4),
+        graph_dir="LR",
+        depth=1,
+        fold=False,
+    )
+    svg = wide._repr_mimebundle_()["image/svg+xml"]
+    path = tmp_path / "inline.html"
+    path.write_text(page(f'<div style="width: 800px" id="out">{svg}</div>'), encoding="utf-8")
+    browser.driver.get(path.as_uri())
+    width = "return document.querySelector('svg[data-tensorview]').getBoundingClientRect().width"
+    assert 790 <= browser.js(width) <= 800
+    browser.driver.find_element(By.CSS_SELECTOR, "svg[data-tensorview]").click()
+    assert browser.js(width) > 5_000 and browser.js("return document.getElementById('out').scrollWidth") > 5_000
+    browser.js("document.querySelector('svg[data-tensorview]').dispatchEvent(new MouseEvent('click'))")
+    assert 790 <= browser.js(width) <= 800
+    assert not errors(browser)
+
+
+def test_where_no_script_runs_a_wide_picture_stays_scaled(notebook: Any, browser: Browser, tmp_path: Path) -> None:
+    # sanitised nbconvert HTML: no viewer, no event attributes; the click changes nothing
+    browser.driver.get(convert(notebook, tmp_path, "wide-sanitised.html", sanitize_html=True).as_uri())
+    time.sleep(0.5)
+    scaled, area, scroll = browser.js(WIDE_IMG)
+    assert abs(scaled - area) <= 2 and scroll <= area + 1
+    browser.driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-child")[5].find_element(By.TAG_NAME, "img").click()
+    assert browser.js(WIDE_IMG) == [scaled, area, scroll]

@@ -136,13 +136,29 @@ _SVG_ROOT = re.compile(r"<svg\b([^>]*)>")
 _SIZE = re.compile(r'\s(width|height)="([\d.]+)(pt|px)?"')
 #: a picture wider than this (CSS pixels) is drawn at the output's width
 WIDE_PX = 960
+#: a click on a wide picture drawn inline (the classic notebook, nbconvert with inline SVG)
+#: shows it at full size, the output scrolling sideways, and a second click scales it back.
+#: Event attributes, not a script: they work in markup inserted as HTML, and are inert where
+#: the picture is an ``<img>`` (JupyterLab, nbconvert: there the viewer's script does the
+#: same, viewer/pictures.js) or sanitised away (untrusted, ``sanitize_html``), which leaves
+#: the scaled picture, with no pointer that promises more
+_TOGGLE = (
+    "var f=this.getAttribute('width')==='100%';"
+    "this.setAttribute('width',f?this.getAttribute('data-full-width'):'100%');"
+    "this.style.maxWidth=f?'none':'100%';this.style.cursor=f?'zoom-out':'zoom-in';"
+    "this.parentNode.style.overflowX=f?'auto':''"
+)
+_WIDE_ATTRS = (
+    f" onclick=\"{_TOGGLE}\" onmouseenter=\"if(this.getAttribute('width')==='100%')this.style.cursor='zoom-in'\""
+)
 
 
 def scaled_svg(svg: str) -> str:
     """The SVG as a notebook shows it: a picture wider than ``WIDE_PX`` is given
     ``width="100%"`` (front-ends draw SVG as an ``<img>``, which then takes the output's
-    width; Graphviz's ``viewBox`` keeps the proportions), a narrower one keeps its size;
-    inline, its style shrinks it to the width it is given.  ``data-tensorview`` marks it as
+    width; Graphviz's ``viewBox`` keeps the proportions) and a click to see it at full
+    size where it is drawn inline (``_TOGGLE``); a narrower one keeps its size; inline, its
+    style shrinks it to the width it is given.  ``data-tensorview`` marks it as
     tensorview's picture."""
 
     def root(m: re.Match[str]) -> str:
@@ -151,7 +167,9 @@ def scaled_svg(svg: str) -> str:
             return m.group(0)
         size = {k: float(v) * (96 / 72 if unit in ("", "pt") else 1) for k, v, unit in _SIZE.findall(attrs)}
         if size.get("width", 0) > WIDE_PX and "viewBox=" in attrs:
+            full = f"{size['width']:.0f}px"
             attrs = _SIZE.sub(lambda a: ' width="100%"' if a.group(1) == "width" else "", attrs)
+            attrs = f' data-full-width="{full}"{_WIDE_ATTRS}{attrs}'
         return f'<svg data-tensorview="picture" style="max-width: 100%; height: auto;"{attrs}>'
 
     return _SVG_ROOT.sub(root, svg, count=1)

@@ -2,16 +2,20 @@
 ``graph.interactive()`` shows the same viewer in a notebook (notebook.py).
 
 The page embeds the whole recording in compact form (compact.py) and the viewer's
-JavaScript (render/viewer/*.js, with the vendored elkjs for layout); the browser
+JavaScript (render/viewer/*.js, with a vendored layout engine); the browser
 computes views from it, so every depth can be opened and closed without running the
 model again.  Nothing is fetched at view time: the standalone page forbids any request
 in its Content-Security-Policy.
 
 A viewer is written as HTML comments and one short script (``viewer_markup``): the
-library (elkjs and the viewer, 1.7 MB, about 0.67 MB as gzip + base64), the data (graph
-and configuration, gzip + base64) and the start code (viewer/boot.js).  Each output
-carries all of them, so it works alone, in any order, in a per-output iframe; the
-library is unpacked once per page (the browser's ``DecompressionStream``).  Sanitisers
+library (layout engine and viewer), the data (graph and configuration, gzip + base64) and
+the start code (viewer/boot.js).  The saved page carries elkjs (1.7 MB, about 0.67 MB as
+gzip + base64), the best layout; a notebook output carries dagre (the library is then
+about 0.07 MB as gzip + base64), so that a notebook of many viewers stays small
+(``ENGINES``; bench/layouts.py measures size, time and layout quality of both; a comment
+``tv:engine:`` names the one an output asks for).  Each output carries all of them, so it
+works alone, in any order, in a per-output iframe; the viewer is unpacked once per page,
+each engine once (the browser's ``DecompressionStream``).  Sanitisers
 drop comments and untrusted notebooks run no script, so there the output is empty: the
 notebook shows the static picture, which is an output of its own (notebook.py).  Model
 text never enters the markup as text: it is inside base64, and the viewer puts names
@@ -47,9 +51,15 @@ SCRIPTS = (
     "draw.js",
     "search.js",
     "panel.js",
+    "pictures.js",
     "viewer.js",
 )
-ELK = "vendor/elk.bundled.js"
+#: the layout engines, each the files (in order) that make its part of the library: elkjs
+#: for the saved page, dagre (and its ELK adapter, dagre.js) for notebook outputs, where
+#: every output carries its own copy (bench/layouts.py compares them; docs/viewer.md)
+ENGINES = {"elk": ("vendor/elk.bundled.js",), "dagre": ("vendor/dagre.min.js", "dagre.js")}
+#: the engine of notebook outputs (``fragment``) and of the saved page (``page``)
+NOTEBOOK_ENGINE, PAGE_ENGINE = "dagre", "elk"
 BOOT = "boot.js"
 #: the standalone page may load nothing: no request leaves it (layout runs in a worker
 #: made from a ``blob:`` URL of the page's own text)
@@ -64,7 +74,8 @@ STARTER = (
     "e.text=n.data.slice(8);s.parentNode.insertBefore(e,s.nextSibling);return}}}})"
     '(document.currentScript||document.getElementById("tv-start-{uid}"))</script>'
 )
-#: the line between elkjs and the viewer's scripts in the library text
+#: the line between the layout engine and the viewer's scripts in the library text, which
+#: starts with ``/*tv:engine:NAME*/``
 VIEWER_MARK = "\n/*tv:viewer*/\n"
 
 _ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
@@ -108,17 +119,19 @@ def packed(text: str) -> str:
 
 
 @cache
-def library_text() -> str:
-    """elkjs, then the viewer's scripts: the worker gets the first part, the page runs the
-    second.  elkjs is never run by the page unless no worker can be made (layout.js)."""
+def library_text(engine: str = PAGE_ENGINE) -> str:
+    """The layout engine (``ENGINES``), then the viewer's scripts: the worker gets the first
+    part, the page runs the second.  The engine is never run by the page unless no worker
+    can be made (worker.js)."""
     viewer = [*(asset(s) for s in SCRIPTS), f"window.tensorview.cssText = {script_json(asset('viewer.css'))};"]
-    return asset(ELK) + VIEWER_MARK + "\n".join(viewer)
+    layout = "\n".join(asset(f) for f in ENGINES[engine])
+    return f"/*tv:engine:{engine}*/\n{layout}{VIEWER_MARK}" + "\n".join(viewer)
 
 
 @cache
-def library() -> str:
-    """The library as one HTML comment (``tv:lib:``), the same in every output."""
-    return f"<!--tv:lib:\n{packed(library_text())}-->"
+def library(engine: str = PAGE_ENGINE) -> str:
+    """The library as one HTML comment (``tv:lib:``), the same in every output of ``engine``."""
+    return f"<!--tv:lib:\n{packed(library_text(engine))}-->"
 
 
 @cache
@@ -130,20 +143,30 @@ def boot() -> str:
     return f"<!--tv:boot:{code}-->"
 
 
-def payload(d: Drawing, inline: bool) -> dict[str, Any]:
-    """What one viewer shows: the compact graph and its configuration."""
-    return {"graph": encode(d.graph), "config": {**config(d), "inline": inline}}
+def payload(d: Drawing, inline: bool, engine: str = PAGE_ENGINE) -> dict[str, Any]:
+    """What one viewer shows: the compact graph and its configuration (with the layout
+    engine it asks for)."""
+    return {"graph": encode(d.graph), "config": {**config(d), "inline": inline, "engine": engine}}
 
 
-def viewer_markup(d: Drawing, *, height: int | None, inline: bool, library_: bool = True, picture: bool = False) -> str:
+def viewer_markup(
+    d: Drawing,
+    *,
+    height: int | None,
+    inline: bool,
+    library_: bool = True,
+    picture: bool = False,
+    engine: str = PAGE_ENGINE,
+) -> str:
     """One viewer: comments (library, data, height, start code) and the script that starts
     it; ``height`` None fills the parent (the standalone page); ``picture``: the output
-    before this one is its picture, which the viewer hides when it starts."""
+    before this one is its picture, which the viewer hides when it starts; ``engine``: the
+    layout engine the library carries (``ENGINES``)."""
     uid = uuid.uuid4().hex[:16]  # the starter's id, for pages that run scripts without currentScript
     data = packed(
-        json.dumps(_visible(payload(d, inline)), separators=(",", ":"), allow_nan=False)
+        json.dumps(_visible(payload(d, inline, engine)), separators=(",", ":"), allow_nan=False)
     )  # escape.visible: the SVG export parses
-    parts = [library() if library_ else "", f"<!--tv:data:\n{data}-->"]
+    parts = [library(engine) if library_ else "", f"<!--tv:engine:{engine}-->", f"<!--tv:data:\n{data}-->"]
     if height is not None:
         parts.append(f"<!--tv:height:{int(height)}-->")
     if picture:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import InvalidInputError, InvalidTypeError, RenderError, shown
 from .formats import Drawing, Format, formats, register
-from .html import HEIGHT, page, viewer_markup
+from .html import ENGINES, HEIGHT, NOTEBOOK_ENGINE, page, viewer_markup
 
 
 def picture(d: Drawing) -> dict[str, str]:
@@ -38,19 +38,29 @@ def picture(d: Drawing) -> dict[str, str]:
     return bundle
 
 
-def fragment(d: Drawing, *, library_: bool | None = None, height: int = HEIGHT, picture: bool = False) -> str:
+def fragment(
+    d: Drawing,
+    *,
+    library_: bool | None = None,
+    height: int = HEIGHT,
+    picture: bool = False,
+    engine: str = NOTEBOOK_ENGINE,
+) -> str:
     """The viewer as a notebook output: works on its own (``library_=False`` leaves the
     library out, for a page where another output of the same version has it);
-    ``picture``: the output before it is its picture (hidden where the viewer starts)."""
-    _check(height, library_)
-    return viewer_markup(d, height=height, inline=True, library_=library_ is not False, picture=picture)
+    ``picture``: the output before it is its picture (hidden where the viewer starts);
+    ``engine``: the layout engine it carries (html.py ``ENGINES``)."""
+    _check(height, library_, engine)
+    return viewer_markup(d, height=height, inline=True, library_=library_ is not False, picture=picture, engine=engine)
 
 
-def _check(height: Any, library: Any) -> None:
+def _check(height: Any, library: Any, engine: Any = NOTEBOOK_ENGINE) -> None:
     if not isinstance(height, int) or isinstance(height, bool) or height < 100:
         raise InvalidInputError(f"height must be an int >= 100 (pixels), got {shown(height)}")
     if library is not None and not isinstance(library, bool):
         raise InvalidTypeError(f"library must be True, False or None, got {shown(library)}")
+    if not isinstance(engine, str) or engine not in ENGINES:
+        raise InvalidInputError(f"engine must be one of {sorted(ENGINES)}, got {shown(engine)}")
 
 
 class Interactive:
@@ -58,15 +68,18 @@ class Interactive:
     viewer (``_ipython_display_``); ``html`` is the viewer output's HTML
     (``graph.save("x.html")`` writes the standalone page)."""
 
-    def __init__(self, drawing: Drawing, *, height: int = HEIGHT, library: bool | None = None) -> None:
-        _check(height, library)
+    def __init__(
+        self, drawing: Drawing, *, height: int = HEIGHT, library: bool | None = None, engine: str = NOTEBOOK_ENGINE
+    ) -> None:
+        _check(height, library, engine)
         self.drawing = drawing
         self.height = height
         self.library = library
+        self.engine = engine
 
     @property
     def html(self) -> str:
-        return fragment(self.drawing, library_=self.library, height=self.height)
+        return fragment(self.drawing, library_=self.library, height=self.height, engine=self.engine)
 
     def _repr_html_(self) -> str:
         return self.html
@@ -78,7 +91,7 @@ class Interactive:
         pic = picture(self.drawing)
         if pic:
             out.append({**pic, "text/plain": repr(self.drawing)})
-        html = fragment(self.drawing, library_=self.library, height=self.height, picture=bool(pic))
+        html = fragment(self.drawing, library_=self.library, height=self.height, picture=bool(pic), engine=self.engine)
         out.append({"text/html": html, "text/plain": ""})
         return out
 

@@ -1,9 +1,9 @@
 /* tensorview viewer, part 0: the start of one viewer output (render/html.py writes it
  * into an HTML comment; a one-line script runs it).
  *
- * An output is a run of HTML comments and that script: ``tv:lib:`` (elkjs and the
- * viewer, gzip + base64), ``tv:data:`` (the graph and the configuration, gzip + base64)
- * and ``tv:boot:`` (this code).  Comments are what sanitisers drop and what untrusted
+ * An output is a run of HTML comments and that script: ``tv:lib:`` (a layout engine,
+ * elkjs or dagre, and the viewer, gzip + base64), ``tv:data:`` (the graph and the
+ * configuration, gzip + base64) and ``tv:boot:`` (this code).  Comments are what sanitisers drop and what untrusted
  * notebooks never run, so where scripts cannot run the output shows nothing (its
  * picture is another output).  Where they can, this code puts a host element before
  * the script, unpacks the library once per page (or uses one another output unpacked)
@@ -48,20 +48,32 @@
     s.remove();
   }
 
-  /** The viewer library of this page: unpacked by the first output that needs it. */
+  /** The viewer library of this page: unpacked by the first output that needs it, and
+   * again by an output whose layout engine (``tv:engine:``) the page has not loaded. */
   function library() {
-    if (window.__tensorview_library) return window.__tensorview_library;
+    var engine = parts.engine ? parts.engine.trim() : "", own = (window.__tensorview_engines = window.__tensorview_engines || {});
+    if (engine && own[engine]) return own[engine];
+    if (window.__tensorview_library && (!parts.lib || !engine)) return window.__tensorview_library;
     if (!parts.lib) return Promise.reject(new Error("this output does not carry the viewer library (library=False) and no other output on the page loaded it"));
     var loading = gunzip(parts.lib).then(function (text) {
       var cut = text.indexOf("\n/*tv:viewer*/\n");
       if (!(window.tensorview && window.tensorview.mount)) run(text.slice(cut));
-      var TV = window.tensorview;
-      TV.elkSource = TV.elkSource || text.slice(0, cut);
+      var TV = window.tensorview, m = /^\/\*tv:engine:(\w+)\*\//.exec(text), name = m ? m[1] : "elk";
+      // the layout engines (html.py ENGINES), each answering in ELK's form: a viewer uses
+      // its own (worker.js), else the page's first
+      TV.engines = TV.engines || {};
+      if (!TV.engines[name]) TV.engines[name] = text.slice(0, cut);
+      if (!TV.engineSource) {
+        TV.engine = name;
+        TV.engineSource = TV.engines[name];
+      }
       return TV;
     });
-    window.__tensorview_library = loading;
+    if (!window.__tensorview_library) window.__tensorview_library = loading;
+    if (engine) own[engine] = loading;
     loading.catch(function () {
       if (window.__tensorview_library === loading) window.__tensorview_library = null;
+      if (own[engine] === loading) delete own[engine];
     });
     return loading;
   }

@@ -1,5 +1,6 @@
-/* tensorview viewer, part 5: layout with elkjs (the vendored elk.bundled.js, run in a
- * worker by worker.js).
+/* tensorview viewer, part 5: layout, as an ELK graph (run in a worker by worker.js, with
+ * elkjs, the vendored elk.bundled.js, in a saved page, or dagre through dagre.js in a
+ * notebook output).
  *
  * Only the current view is laid out: drawn nodes as leaves, opened calls and opened
  * folds as compound nodes around their contents (ELK's layered algorithm with

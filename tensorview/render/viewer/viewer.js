@@ -407,6 +407,7 @@
     TV.viewers = TV.viewers.filter(function (v) { return v.root.isConnected; });
     var viewer = new Viewer(host, data, config);
     TV.viewers.push(viewer);
+    TV.pictures.watch(host.ownerDocument); // wide pictures of the page: a click shows the full size
     return viewer;
   };
 })();
