@@ -31,7 +31,7 @@ import sys
 import time
 import tracemalloc
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from pictures import measure as measure_pictures  # noqa: E402
 from pictures import targets as picture_targets  # noqa: E402
 from startup import measure as measure_startup  # noqa: E402
 from startup import targets as startup_targets  # noqa: E402
+from timing import least_cpu_interleaved  # noqa: E402
 
 from tensorview.api import draw_graph, summary  # noqa: E402
 from tensorview.cost import CostProbe  # noqa: E402
@@ -79,29 +80,6 @@ def timed(fn: Callable[[], Any], budget: float | None = None) -> float:
     finally:
         if budget is not None:
             signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def least_cpu_interleaved(fns: Sequence[Callable[[], Any]], repeats: int) -> list[float]:
-    """The least CPU time (``process_time``) of each of ``fns`` over ``repeats`` runs each,
-    taken in turn (after one warm-up each), so all see the same machine: the least is
-    the run the machine disturbed least (as ``timeit`` advises).  With one intra-op
-    thread: other threads' CPU time (torch's pool spins after each parallel op) would count
-    in proportion to the wall time, and the recording's own work is one thread's anyway."""
-    best = [float("inf")] * len(fns)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        for fn in fns:
-            fn()
-        for _ in range(repeats):
-            for i, fn in enumerate(fns):
-                gc.collect()
-                t0 = time.process_time()
-                fn()
-                best[i] = min(best[i], time.process_time() - t0)
-    finally:
-        torch.set_num_threads(threads)
-    return best
 
 
 def median_time(fn: Callable[[], Any], repeats: int, budget: float | None = None) -> float:

@@ -10,7 +10,7 @@ mode with hooks (parameters, output shapes, mult-adds).  "resnet50 (cpu model, d
 passes no device: torchinfo runs the CPU model on the CPU, tv.summary on meta (its
 ``device="auto"``).  The tools run in turn, after one warm-up each, and each is judged by
 its least CPU time over the rounds, with one intra-op thread (as
-``least_cpu_interleaved`` in run.py): ratios are taken in the same run.
+``least_cpu_interleaved`` in timing.py): ratios are taken in the same run.
 
 ``tv.summary`` keeps the templates of the meta kernels it ran for the process
 (tensorview/cost/replay.py), so a repeated call runs none again; **cold** is tv.summary
@@ -21,20 +21,18 @@ with that table emptied before each run (a first call in a process), for informa
 
 from __future__ import annotations
 
-import gc
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from models import _transformer  # noqa: E402
+from timing import least_cpu_interleaved  # noqa: E402
 
 from tensorview.api import summary  # noqa: E402
 
@@ -81,24 +79,6 @@ MODELS: dict[str, Callable[[], tuple[nn.Module, dict[str, Any], str | None]]] = 
 }
 
 
-def _least(fns: list[Callable[[], Any]], repeats: int) -> list[float]:
-    best = [float("inf")] * len(fns)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        for fn in fns:
-            fn()
-        for _ in range(repeats):
-            for i, fn in enumerate(fns):
-                gc.collect()
-                t0 = time.process_time()
-                fn()
-                best[i] = min(best[i], time.process_time() - t0)
-    finally:
-        torch.set_num_threads(threads)
-    return best
-
-
 def measure(repeats: int = REPEATS, only: str | None = None) -> dict[str, dict[str, Any]]:
     """``{model: {"tv": seconds, "torchinfo": seconds, "cold": seconds}}`` (least CPU
     time), or the error a tool raised, as text."""
@@ -128,7 +108,7 @@ def measure(repeats: int = REPEATS, only: str | None = None) -> dict[str, dict[s
 
         row: dict[str, Any] = {}
         try:
-            row["tv"], row["torchinfo"], row["cold"] = _least([tv, ti, cold], repeats)
+            row["tv"], row["torchinfo"], row["cold"] = least_cpu_interleaved([tv, ti, cold], repeats)
         except Exception as e:  # report, do not hide
             row["error"] = f"{type(e).__name__}: {e}"[:120]
         out[name] = row

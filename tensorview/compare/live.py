@@ -23,7 +23,7 @@ from ..graph import Graph, ViewOptions
 from ..render.html import CSP, script_json, viewer_markup
 from ..render.options import RenderOptions
 from .page import entry_ids
-from .picture import ADDED, CHANGED, REMOVED, chosen_depth, marks
+from .picture import ADDED, CHANGED, REMOVED, chosen_depth, holders, marks
 
 if TYPE_CHECKING:
     from .report import GraphDiff
@@ -152,11 +152,5 @@ def classes(g: Graph, colours: dict[int, str]) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {"added": [], "removed": [], "changed": [], "holds": []}
     for i, k in kind.items():
         out[k].append(i)
-    holds: set[int] = set()
-    for i in colours:
-        p = g.nodes[i].parent
-        while p is not None and p not in holds:
-            holds.add(p)
-            p = g.nodes[p].parent
-    out["holds"] = sorted(holds)
+    out["holds"] = sorted(holders(g, colours))
     return out

@@ -21,7 +21,7 @@ from ..render import DotRenderer
 from ..render.escape import attr_list, quote
 from ..render.labels import label_lines
 from ..transform import build_view
-from .picture import ADDED, CHANGED, REMOVED, DiffStyler, _holders, chosen_depth, marks
+from .picture import ADDED, CHANGED, REMOVED, DiffStyler, chosen_depth, holders, marks
 
 if TYPE_CHECKING:
     from .index import Tree
@@ -138,7 +138,7 @@ class MergedRenderer(DotRenderer):
         for n in merged.vb.nodes:  # ops added inside matched calls
             if isinstance(n.ir, FunctionNode) and n.id not in paired_b:
                 mb.setdefault(n.id, ADDED)
-        super().__init__(DiffStyler(mb, _holders(tb.graph, mb), tb.graph))
+        super().__init__(DiffStyler(mb, holders(tb.graph, mb), tb.graph))
         self.a_styler = DiffStyler(ma, set(), ta.graph)
         self.d, self.m, self.ta, self.tb = d, merged, ta, tb
         self.renamed = _renamed(d, ta, tb)

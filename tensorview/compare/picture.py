@@ -130,7 +130,7 @@ def source(d: GraphDiff, depth: int | None = None) -> str:
     marks_a, marks_b = marks(d)
     parts = [f"digraph {quote('diff')} {{", f"\tgraph{attr_list({'label': str(d).splitlines()[0], 'labelloc': 't'})}"]
     for prefix, t, colours in (("a:", ta, marks_a), ("b:", tb, marks_b)):
-        styler = DiffStyler(colours, _holders(t.graph, colours), t.graph)
+        styler = DiffStyler(colours, holders(t.graph, colours), t.graph)
         view = build_view(t.graph, ViewOptions(depth=depth, fold=False, expand_nested=True))
         text = SideRenderer(styler, prefix).render(view)
         body = text.rstrip("\n").split("\n")[1:-1]  # inside the digraph's braces
@@ -142,7 +142,8 @@ def source(d: GraphDiff, depth: int | None = None) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _holders(g: Graph, marks: dict[int, str]) -> set[int]:
+def holders(g: Graph, marks: dict[int, str]) -> set[int]:
+    """The module boxes around each node of ``marks`` (a difference lies inside them)."""
     out: set[int] = set()
     for i in marks:
         p = g.nodes[i].parent

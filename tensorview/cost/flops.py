@@ -74,22 +74,11 @@ class _Slow(Exception):
     """A value the fast shape mapping does not take (``tree_map`` does it instead)."""
 
 
-def _shape_of(x: Any) -> Any:
+def _shape_of(x: Any, seq: Any = None) -> Any:
     """What ``shape_wrapper``'s ``tree_map(get_shape, x)`` gives, for tensors, plain
-    values and (nested) lists and tuples of them, without pytree's generic machinery."""
-    if isinstance(x, torch.Tensor):
-        return x.shape
-    t = type(x)
-    if t in _LEAVES:
-        return x
-    if t is list or t is tuple:
-        return t(_shape_of(i) for i in x)
-    raise _Slow
-
-
-def _frozen(x: Any) -> Any:
-    """:func:`_shape_of` with lists made tuples: a hashable description of an argument for
-    the formula cache (within one op overload the schema fixes each argument's kind, so a
+    values and (nested) lists and tuples of them, without pytree's generic machinery;
+    with ``seq=tuple`` lists made tuples: a hashable description of an argument for the
+    formula cache (within one op overload the schema fixes each argument's kind, so a
     shape and a tuple of ints in one position cannot both occur)."""
     if isinstance(x, torch.Tensor):
         return x.shape
@@ -97,7 +86,7 @@ def _frozen(x: Any) -> Any:
     if t in _LEAVES:
         return x
     if t is list or t is tuple:
-        return tuple(_frozen(i) for i in x)
+        return (seq or t)(_shape_of(i, seq) for i in x)
     raise _Slow
 
 
@@ -260,7 +249,12 @@ class OpFlops(TorchDispatchMode):
         if getattr(formula, "__code__", None) is not _SHAPE_WRAPPER_CODE:
             return _count(formula, args, kwargs, out)
         try:
-            sig = (func, _frozen(args), tuple((k, _frozen(v)) for k, v in kwargs.items()), _frozen(out))
+            sig = (
+                func,
+                _shape_of(args, tuple),
+                tuple((k, _shape_of(v, tuple)) for k, v in kwargs.items()),
+                _shape_of(out, tuple),
+            )
             n = self._counted.get(sig)
         except (_Slow, TypeError):  # not a plain value: uncached
             return _count(formula, args, kwargs, out)
