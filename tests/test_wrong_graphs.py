@@ -5,6 +5,9 @@ calls its own module first, a module assigned in forward, parameters written thr
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 import weakref
 from pathlib import Path
 
@@ -260,6 +263,39 @@ def test_writes_through_data_leave_the_model_as_it_was() -> None:
 
 
 # -- deep nesting ---------------------------------------------------------------------------
+
+
+LONG_CHAIN = """
+import torch
+from torch import nn
+from tensorview.recording import Recorder
+
+class Chain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(2, 2))
+
+    def forward(self, x):
+        for _ in range(40_000):
+            x = torch.nn.functional.linear(x, self.w)
+        return x
+
+m = Chain()
+with Recorder(m) as rec:
+    y = m(torch.ones(2))
+del y  # the autograd chain of 40k nodes is freed here
+print(sum(1 for n in rec.graph.nodes if type(n).__name__ == "FunctionNode"))
+"""
+
+
+def test_a_long_chain_recorded_with_grad_is_freed_as_the_plain_forwards() -> None:
+    """Recording reads no op's ``grad_fn``: a node keeps the Python object of its grad_fn,
+    and a chain of such nodes is freed recursively (a 40k-op chain crashed the process
+    with a segmentation fault where the plain forward's chain is freed without one)."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    done = subprocess.run([sys.executable, "-c", LONG_CHAIN], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["40000"]
 
 
 @pytest.mark.parametrize("device", ["cpu", "meta"])

@@ -35,15 +35,20 @@ def alias_as(t: torch.Tensor, cls: type[torch.Tensor]) -> Any:
         _set_grad_enabled(False)
 
 
+_next_seq = torch._C._autograd._get_sequence_nr
+
+
 def made_by_op(t: torch.Tensor, since: int) -> bool:
     """With grad on, whether op's result ``t`` is a new tensor of the op's own (autograd
     made its node, number ``since`` or later, while the op ran); if so, ``t`` becomes the
     RecorderTensor itself (its class is set) instead of getting an alias: autograd counts
     an alias as a view of ``t``, so an in-place op on it would be drawn as ``CopySlices``
     and ``AsStridedBackward0`` instead of the op's own node, and save other tensors
-    (``draw_graph(..., backward=True)``, saved bytes).  Nothing else holds ``t`` yet."""
-    fn = t.grad_fn
-    if fn is None or fn._sequence_nr() < since:
+    (``draw_graph(..., backward=True)``, saved bytes).  Nothing else holds ``t`` yet.
+    Told without reading ``t.grad_fn``: a node keeps the Python object of its grad_fn for
+    its life, and a chain of such nodes is freed recursively (a 40k-op chain recorded with
+    grad overflowed the C stack when freed): ``t`` has a node, and the op made nodes."""
+    if t.is_leaf or _next_seq() <= since:
         return False
     t.__class__ = RecorderTensor
     return True
