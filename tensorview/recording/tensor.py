@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import types
 from typing import Any
 
 import torch
@@ -35,16 +36,46 @@ def alias_as(t: torch.Tensor, cls: type[torch.Tensor]) -> Any:
         _set_grad_enabled(False)
 
 
+#: ``made_by_op``'s ``since`` for a result that ``owned`` proved to be the op's own
+OWNED = -1
+_BUILTIN = (
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.ClassMethodDescriptorType,
+)
+#: a TensorImpl's reference count (``None`` on a torch without it: results get aliases)
+_use_count: Any = getattr(torch.Tensor, "_use_count", None)
+#: op -> whether it is torch's own (C++ or torch's Python code): it keeps no result anywhere
+#: Python code could reach it again, as a function of another package might (a cache)
+_TORCH_OWN: dict[Any, bool] = {}
+
+
+def owned(t: torch.Tensor, func: Any) -> int | None:
+    """With grad off, where autograd cannot tell (``made_by_op``): ``OWNED`` when op
+    ``func``'s fresh result ``t`` (no argument of the op) is held by nothing but its own
+    Python object (its TensorImpl's use count is 1) and ``func`` is torch's own, else None.
+    Then ``t`` becomes the RecorderTensor itself (an alias costs ``as_subclass``)."""
+    own = _TORCH_OWN.get(func)
+    if own is None:
+        module = getattr(func, "__module__", None)
+        own = _TORCH_OWN[func] = isinstance(func, _BUILTIN) or (type(module) is str and module.startswith("torch."))
+    return OWNED if own and _use_count is not None and _use_count(t) == 1 else None
+
+
 def made_by_op(t: torch.Tensor, since: int) -> bool:
     """With grad on, whether op's result ``t`` is a new tensor of the op's own (autograd
     made its node, number ``since`` or later, while the op ran); if so, ``t`` becomes the
     RecorderTensor itself (its class is set) instead of getting an alias: autograd counts
     an alias as a view of ``t``, so an in-place op on it would be drawn as ``CopySlices``
     and ``AsStridedBackward0`` instead of the op's own node, and save other tensors
-    (``draw_graph(..., backward=True)``, saved bytes).  Nothing else holds ``t`` yet."""
-    fn = t.grad_fn
-    if fn is None or fn._sequence_nr() < since:
-        return False
+    (``draw_graph(..., backward=True)``, saved bytes).  Nothing else holds ``t`` yet.
+    ``since=OWNED``: ``owned`` proved it, with grad off."""
+    if since != OWNED:
+        fn = t.grad_fn
+        if fn is None or fn._sequence_nr() < since:
+            return False
     t.__class__ = RecorderTensor
     return True
 
