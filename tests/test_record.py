@@ -636,8 +636,8 @@ def test_no_grad_results_are_the_ops_own_tensors() -> None:
 
 def test_owned_needs_the_sole_holder_and_a_torch_op() -> None:
     """``owned`` proves a result the op's own only when nothing else holds its TensorImpl
-    (a view of it, C++ state) and the op is torch's own (another package's function, with
-    ``__torch_function__`` dispatch, might keep what it returns)."""
+    (a view of it, C++ state) and the op is torch's own, running no user code (another
+    package's function or a custom autograd Function might keep what it returns)."""
     from tensorview.recording.tensor import OWNED, owned
 
     def theirs(t: torch.Tensor) -> torch.Tensor:
@@ -648,6 +648,8 @@ def test_owned_needs_the_sole_holder_and_a_torch_op() -> None:
     assert owned(fresh, torch.relu) == OWNED
     assert owned(fresh, torch.nn.functional.relu) == OWNED
     assert owned(fresh, torch.Tensor.relu) == OWNED
+    assert owned(fresh, theirs) is None
+    theirs.__module__ = "torch.autograd.function"  # Function.apply runs the user's forward
     assert owned(fresh, theirs) is None
     view = fresh.view(3)  # holds fresh's TensorImpl as its base
     assert owned(fresh, torch.relu) is None

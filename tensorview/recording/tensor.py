@@ -47,20 +47,23 @@ _BUILTIN = (
 )
 #: a TensorImpl's reference count (``None`` on a torch without it: results get aliases)
 _use_count: Any = getattr(torch.Tensor, "_use_count", None)
-#: op -> whether it is torch's own (C++ or torch's Python code): it keeps no result anywhere
-#: Python code could reach it again, as a function of another package might (a cache)
+#: the modules of torch's Python ops that run no code of the user's (``Function.apply``,
+#: a ``torch.library`` op or another package's function may keep what it returns)
+_OWN_MODULES = frozenset(("torch", "torch.functional", "torch.nn.functional", "torch._tensor"))
+#: op -> whether it is C++ or one of those: it keeps no result where Python reaches it again
 _TORCH_OWN: dict[Any, bool] = {}
 
 
 def owned(t: torch.Tensor, func: Any) -> int | None:
     """With grad off, where autograd cannot tell (``made_by_op``): ``OWNED`` when op
     ``func``'s fresh result ``t`` (no argument of the op) is held by nothing but its own
-    Python object (its TensorImpl's use count is 1) and ``func`` is torch's own, else None.
+    Python object (its TensorImpl's use count is 1) and ``func`` is torch's own (C++, or
+    one of ``_OWN_MODULES``), else None.
     Then ``t`` becomes the RecorderTensor itself (an alias costs ``as_subclass``)."""
     own = _TORCH_OWN.get(func)
     if own is None:
         module = getattr(func, "__module__", None)
-        own = _TORCH_OWN[func] = isinstance(func, _BUILTIN) or (type(module) is str and module.startswith("torch."))
+        own = _TORCH_OWN[func] = isinstance(func, _BUILTIN) or (type(module) is str and module in _OWN_MODULES)
     return OWNED if own and _use_count is not None and _use_count(t) == 1 else None
 
 
