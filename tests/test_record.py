@@ -599,3 +599,59 @@ def test_result_made_under_no_grad_can_be_written_in_place_with_grad_on() -> Non
         view = rows(ids)
     with pytest.raises(RuntimeError, match="no_grad mode"):
         view += bias
+
+
+class SeesItsResults(nn.Module):
+    """Notes, inside its forward, whether each op's result is a view (an ``as_subclass``
+    alias is one) and of which class."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.seen: list[tuple[str, bool]] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.lin(x))
+        t = y.t()  # a view of y, as without recording
+        self.seen = [(type(y).__name__, y._is_view()), (type(t).__name__, t._is_view())]
+        return t
+
+
+def test_no_grad_results_are_the_ops_own_tensors() -> None:
+    """Under ``no_grad`` (as ``draw_graph`` records) a fresh result that torch's op alone
+    holds becomes the RecorderTensor itself instead of getting an ``as_subclass`` alias (a
+    view): the forward sees the same tensors as without recording, and it is cheaper."""
+    model, x = SeesItsResults(), torch.randn(2, 4)
+    with torch.no_grad():
+        plain = model(x)
+    assert model.seen == [("Tensor", False), ("Tensor", True)]
+    with torch.no_grad(), Recorder(model) as rec:
+        out = model(x)
+    assert model.seen == [("RecorderTensor", False), ("RecorderTensor", True)]
+    assert type(out) is torch.Tensor and torch.equal(out, plain)
+    g = rec._session.graph
+    assert [f.op for f in g.functions()] == ["linear", "relu", "t", "_is_view", "_is_view"]
+    assert not any(type(v) is RecorderTensor for v in vars(model).values())
+
+
+def test_owned_needs_the_sole_holder_and_a_torch_op() -> None:
+    """``owned`` proves a result the op's own only when nothing else holds its TensorImpl
+    (a view of it, C++ state) and the op is torch's own, running no user code (another
+    package's function or a custom autograd Function might keep what it returns)."""
+    from tensorview.recording.tensor import OWNED, owned
+
+    def theirs(t: torch.Tensor) -> torch.Tensor:
+        return t
+
+    theirs.__module__ = "somepackage.cache"
+    fresh = torch.relu(torch.randn(3))
+    assert owned(fresh, torch.relu) == OWNED
+    assert owned(fresh, torch.nn.functional.relu) == OWNED
+    assert owned(fresh, torch.Tensor.relu) == OWNED
+    assert owned(fresh, theirs) is None
+    theirs.__module__ = "torch.autograd.function"  # Function.apply runs the user's forward
+    assert owned(fresh, theirs) is None
+    view = fresh.view(3)  # holds fresh's TensorImpl as its base
+    assert owned(fresh, torch.relu) is None
+    del view
+    assert owned(fresh, torch.relu) == OWNED

@@ -102,7 +102,7 @@ class Boundary:
             self.ops.start(first)  # (the device, and meta replay on meta only)
             inference = torch.is_inference_mode_enabled() or (first is not None and first.is_inference())
         with _Disable():
-            root = self.calls.new_module(module, "", None)
+            root = self.builder.add_module("", type(module).__name__, type(module).__module__, None)
         # Ctrl-C is deferred here (interrupts.py) except while the forward itself runs; the
         # finally undoes whatever of this setup happened, also after an ordinary exception
         tf_state = _get_tf_state() if _get_tf_state is not None else None

@@ -75,8 +75,7 @@ class Calls:
 
     # -- the stack ------------------------------------------------------------------------------
     def frames(self) -> list[Frame]:
-        """The running calls, innermost last (read by the other collaborators, changed
-        only through ``push`` and ``pop``)."""
+        """The running calls, innermost last (read by others, changed by ``push``/``pop``)."""
         return self.stack
 
     def push(self, frame: Frame) -> None:
@@ -93,16 +92,10 @@ class Calls:
         """The recording ended: the stack goes (idempotent)."""
         self.stack.clear()
 
-    def new_module(self, module: nn.Module, path: str, parent: ModuleNode | None) -> ModuleNode:
-        cls = type(module)
-        return self.builder.add_module(path, cls.__name__, cls.__module__, parent)
-
     def sub_call(
         self, call: Callable[..., Any], module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        """A submodule call made inside the root call, run by ``call``.  (The patched
-        ``__call__`` runs the same steps itself, modulecall.py: no frame of ours stays on
-        the stack while the module runs.)"""
+        """A submodule call inside the root call, run by ``call`` (modulecall.py inlines it)."""
         frame, args, kwargs = self.enter_sub(module, args, kwargs)
         try:
             out = call(module, *args, **kwargs)
@@ -143,6 +136,20 @@ class Calls:
 
     def leave_sub(self, frame: Frame, out: Any) -> Any:
         """The call of ``frame`` returned ``out``: ``out`` as its caller gets it."""
+        stack, m = self.stack, frame.node
+        if type(out) is _RT and self.probes is None and not frame.objects and stack and stack[-1] is frame:
+            with _Disable():  # the common case: one tensor of ours, made inside the call (``leave``)
+                node = out._tv_node
+                try:  # (an inference tensor has no ``_version``: the general way)
+                    fresh = out._tv_tok is self.token and out._tv_ver == out._version
+                except RuntimeError:
+                    fresh = False
+                fresh = fresh and not (self._leaky or self._unwrapped)
+                if fresh and node.id > m.id and node.role not in SOURCE_ROLES:
+                    stack.pop()
+                    self.builder.end_call(m)
+                    self.graph.edges.add(m.id, node.id)
+                    return out
         self._pop_sub(frame, failed=False)
         with _Disable():
             return self.leave(frame.node, out, frame)

@@ -31,7 +31,7 @@ from .optable import (
 )
 from .probes import Probes
 from .state import Settings, recorded_alias
-from .tensor import RecorderTensor, alias_as, unchanged_by
+from .tensor import RecorderTensor, alias_as, owned, unchanged_by
 from .transforms import active
 from .tree import map_tensors
 from .values import VALUE_QUERIES, answer, follow, value_of
@@ -235,18 +235,18 @@ class Ops:
                         out = meta(func, args, kwargs, ins, fn)
                 except BaseException as e:
                     out = self.runner.refused(e, func, args, kwargs, fn, scope)
-                return self._after_op(out, fn, ins, scope)
+                return self._after_op(out, fn, ins, scope, func)
         out = self.runner.around(func, args, kwargs, ins, foreign, fn, scope, self.writes, self._meta)
         with _Disable():
-            return self._after_op(out, fn, ins, scope)
+            return self._after_op(out, fn, ins, scope, func)
 
     # -- results ------------------------------------------------------------------------------
-    def _after_op(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], scope: ModuleNode) -> Any:
+    def _after_op(self, out: Any, fn: FunctionNode, ins: list[torch.Tensor], scope: ModuleNode, func: Any) -> Any:
         token = self.token
         fresh = type(out) is _Tensor and out.layout is _STRIDED
         if fresh and unchanged_by(ins, out, token, self._sources) and not active():
             # the common case: one fresh result, no argument written
-            since = self._seq0 if _grad_on() else None  # (with grad: the result itself if the op made it)
+            since = self._seq0 if _grad_on() else owned(out, func)  # (the result itself if the op's own)
             return recorded_alias(out, self._new_result(out, scope, fn), token, since)
         # in-place: an argument whose version counter moved was mutated by this op
         mutated = self._written_by(fn, ins, scope)

@@ -123,7 +123,8 @@ def model_names(model: nn.Module, alive: list[Any] | None = None) -> tuple[dict[
 def recorded_alias(t: torch.Tensor, node: TensorNode, token: object, since: int | None = None) -> RecorderTensor:
     """A RecorderTensor sharing ``t``'s storage, version counter and autograd history,
     bound to ``node`` of the session with ``token``: ``t`` itself where an op made it
-    after autograd node number ``since`` (tensor.py: ``made_by_op``), else an alias."""
+    after autograd node number ``since``, or ``since`` is ``OWNED`` (tensor.py: ``made_by_op``,
+    ``owned``), else an alias."""
     r: Any = t if since is not None and made_by_op(t, since) else alias_as(t, RecorderTensor)
     r._tv_node = node
     try:

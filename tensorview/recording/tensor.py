@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import types
 from typing import Any
 
 import torch
@@ -36,6 +37,35 @@ def alias_as(t: torch.Tensor, cls: type[torch.Tensor]) -> Any:
 
 
 _next_seq = torch._C._autograd._get_sequence_nr
+#: ``made_by_op``'s ``since`` for a result that ``owned`` proved to be the op's own
+OWNED = -1
+_BUILTIN = (
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.ClassMethodDescriptorType,
+)
+#: a TensorImpl's reference count (``None`` on a torch without it: results get aliases)
+_use_count: Any = getattr(torch.Tensor, "_use_count", None)
+#: the modules of torch's Python ops that run no code of the user's (``Function.apply``,
+#: a ``torch.library`` op or another package's function may keep what it returns)
+_OWN_MODULES = frozenset(("torch", "torch.functional", "torch.nn.functional", "torch._tensor"))
+#: op -> whether it is C++ or one of those: it keeps no result where Python reaches it again
+_TORCH_OWN: dict[Any, bool] = {}
+
+
+def owned(t: torch.Tensor, func: Any) -> int | None:
+    """With grad off, where autograd cannot tell (``made_by_op``): ``OWNED`` when op
+    ``func``'s fresh result ``t`` (no argument of the op) is held by nothing but its own
+    Python object (its TensorImpl's use count is 1) and ``func`` is torch's own (C++, or
+    one of ``_OWN_MODULES``), else None.
+    Then ``t`` becomes the RecorderTensor itself (an alias costs ``as_subclass``)."""
+    own = _TORCH_OWN.get(func)
+    if own is None:
+        module = getattr(func, "__module__", None)
+        own = _TORCH_OWN[func] = isinstance(func, _BUILTIN) or (type(module) is str and module in _OWN_MODULES)
+    return OWNED if own and _use_count is not None and _use_count(t) == 1 else None
 
 
 def made_by_op(t: torch.Tensor, since: int) -> bool:
@@ -47,8 +77,9 @@ def made_by_op(t: torch.Tensor, since: int) -> bool:
     (``draw_graph(..., backward=True)``, saved bytes).  Nothing else holds ``t`` yet.
     Told without reading ``t.grad_fn``: a node keeps the Python object of its grad_fn for
     its life, and a chain of such nodes is freed recursively (a 40k-op chain recorded with
-    grad overflowed the C stack when freed): ``t`` has a node, and the op made nodes."""
-    if t.is_leaf or _next_seq() <= since:
+    grad overflowed the C stack when freed): ``t`` has a node, and the op made nodes.
+    ``since=OWNED``: ``owned`` proved it, with grad off."""
+    if since != OWNED and (t.is_leaf or _next_seq() <= since):
         return False
     t.__class__ = RecorderTensor
     return True
