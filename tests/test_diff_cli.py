@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 from torch import nn
 
 import tensorview as tv
@@ -18,7 +17,7 @@ from tensorview.compare.picture import ADDED, CHANGED, REMOVED, source
 
 from .fixtures import needs
 from .fixtures.cli import isolated_cli, run  # noqa: F401  (isolated_cli: autouse here)
-from .fixtures.diff_models import IDS, Spec, Tiny
+from .fixtures.diff_models import IDS, Evil, Spec, Tiny
 
 HAS_DOT = shutil.which("dot") is not None
 FIX = "tests.fixtures.cli_models"
@@ -140,14 +139,6 @@ def test_the_html_page_lists_each_difference_with_its_calls(tmp_path: Path) -> N
 
 @pytest.mark.skipif(not HAS_DOT, reason=needs.DOT)
 def test_the_html_page_escapes_model_names(tmp_path: Path) -> None:
-    class Evil(nn.Module):
-        def __init__(self, act: type[nn.Module]) -> None:
-            super().__init__()
-            self.add_module("</script><b>x", act())
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return getattr(self, "</script><b>x")(x)
-
     d = tv.diff(Evil(nn.ReLU), Evil(nn.GELU), input_size=(1, 4))
     text = Path(d.save(tmp_path / "e.html", layout="side")).read_text()
     assert "</script><b>" not in text and "&lt;/script&gt;&lt;b&gt;x" in text

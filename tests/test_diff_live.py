@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 from torch import nn
 
 import tensorview as tv
@@ -20,7 +19,7 @@ from tensorview.render import html as viewer_html
 
 from .browser import Browser, why_no_browser
 from .fixtures.cli import isolated_cli, run  # noqa: F401  (isolated_cli: autouse here)
-from .fixtures.diff_models import IDS, Spec, Tiny
+from .fixtures.diff_models import IDS, Evil, Spec, Tiny
 
 S = Spec()
 
@@ -102,14 +101,6 @@ def test_the_cli_writes_the_viewer_page_unless_a_static_layout_is_asked(capsys: 
 
 
 def test_names_are_escaped_on_the_page(tmp_path: Path) -> None:
-    class Evil(nn.Module):
-        def __init__(self, act: type[nn.Module]) -> None:
-            super().__init__()
-            self.add_module("</script><b>x", act())
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return getattr(self, "</script><b>x")(x)
-
     d = tv.diff(Evil(nn.ReLU), Evil(nn.GELU), input_size=(1, 4))
     text = Path(d.save(tmp_path / "e.html")).read_text()
     assert "</script><b>" not in text and "&lt;/script&gt;&lt;b&gt;x: ReLU -&gt; GELU" in text
