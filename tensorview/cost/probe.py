@@ -60,13 +60,23 @@ _stack_len = torch._C._len_torch_dispatch_stack
 _stack_at = torch._C._get_dispatch_stack_at
 _pop_mode = torch._C._pop_torch_dispatch_stack
 _push_mode = torch._C._push_on_torch_dispatch_stack
+_grad_enabled, _inference_mode, _autocast = (
+    torch.is_grad_enabled,
+    torch.is_inference_mode_enabled,
+    torch.is_autocast_enabled,
+)
+#: type -> whether it is a tensor type (learnt on use: the recorder's subclass, Parameter...)
+_TENSOR_TYPE: dict[type, bool] = {}
 
 
 def _describe(a: Any, parts: list[Any], depth: int) -> bool:
+    """Append what describes ``a`` to ``parts`` (flat: a tensor is its shape, strides,
+    dtype, device, layout and grad flag, a plain value its type and value, a sequence its
+    type and length then its items); False when ``a`` cannot be described."""
     if isinstance(a, _Tensor):
         if a.is_meta:  # (on meta the counter replays aten ops: running them costs more)
             return False
-        parts.append((a.shape, a.stride(), a.dtype, a.device, a.layout, a.requires_grad))
+        parts += (a.shape, a.stride(), a.dtype, a.device, a.layout, a.requires_grad)
         return True
     ta = type(a)
     if ta in _ATOMS:
@@ -74,7 +84,7 @@ def _describe(a: Any, parts: list[Any], depth: int) -> bool:
         return True
     if ta is slice:
         parts.append(slice)
-        return all(_describe(x, parts, depth + 1) for x in (a.start, a.stop, a.step))
+        return _describe(a.start, parts, depth) and _describe(a.stop, parts, depth) and _describe(a.step, parts, depth)
     if (ta is tuple or ta is list or ta is torch.Size) and depth < 4:
         parts.append((ta, len(a)))
         return all(_describe(x, parts, depth + 1) for x in a)
@@ -88,9 +98,17 @@ def op_signature(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | N
     where something else may (other objects, meta tensors, functorch transforms)."""
     if _functorch_active():
         return None
-    parts: list[Any] = [func, torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.is_autocast_enabled()]
+    parts: list[Any] = [func, _grad_enabled(), _inference_mode(), _autocast()]
     for a in args:
-        if not _describe(a, parts, 0):
+        ta = type(a)
+        is_tensor = _TENSOR_TYPE.get(ta)
+        if is_tensor is None:
+            is_tensor = _TENSOR_TYPE[ta] = issubclass(ta, _Tensor)
+        if is_tensor:  # (the common case, written out)
+            if a.is_meta:
+                return None
+            parts += (a.shape, a.stride(), a.dtype, a.device, a.layout, a.requires_grad)
+        elif not _describe(a, parts, 0):
             return None
     if kwargs:
         for k, v in kwargs.items():
@@ -203,10 +221,13 @@ class CostProbe(Probe):
         """An op seen before with the same signature (:func:`op_signature`) runs with the
         FLOP counter off the dispatch stack (where it alone is on it): its cost is the one
         measured the first time.  Autograd's saved-tensor hooks still see it."""
-        self.enter_op(fn, func)
+        counter, saved = self._counter, self._saved  # (enter_op written out)
+        self._stack.append(counter.current)
+        counter.current = fn.id
+        if saved is not None:
+            saved.current = fn.id
         sig = None if args is None else op_signature(func, args, kwargs)
         cost = None if sig is None else self._costs.get(sig)
-        counter = self._counter
         if cost is not None and not self._popped and _stack_len() == 1 and _stack_at(0) is counter:
             _pop_mode(None)
             self._popped = True

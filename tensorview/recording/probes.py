@@ -173,7 +173,10 @@ class Probes:
             p.enter_op_args(fn, func, args, kwargs)
 
     def exit_op(self, fn: FunctionNode, func: Any) -> tuple[Any, ...]:
-        return tuple(p.exit_op(fn, func) for p in self.probes)
+        probes = self.probes
+        if len(probes) == 1:  # (the common case: no generator)
+            return (probes[0].exit_op(fn, func),)
+        return tuple([p.exit_op(fn, func) for p in probes])
 
     def replay_op(self, fn: FunctionNode, func: Any, memos: tuple[Any, ...]) -> None:
         for p, memo in zip(self.probes, memos):
