@@ -26,7 +26,11 @@ How the probe wires it into the recorder (recording/probes.py)
 2. **Keys** (``enter_op``/``exit_op``, ``enter_call``/``exit_call``): both file what they
    see under the id of the FunctionNode running, else of the module call running
    (factories, hooks, ops on untracked tensors: that call's "own" cost); the previous
-   key is restored afterwards.
+   key is restored afterwards.  ``enter_op_args`` sees the op's arguments: an op run
+   before in this recording with the same signature (``probe.op_signature``: function,
+   tensor shapes, strides, dtypes, devices, grad flags, plain values, grad/autocast
+   modes; not on meta) runs with ``OpFlops`` off the dispatch stack and is given the
+   cost measured the first time (the saved-tensor hooks still see it).
 3. **Meta replay**: ``exit_op`` returns ``flops.cost_of(fn.id)`` as the memo of the
    replay template and ``replay_op`` adds it to the replayed node.  Saved bytes need
    nothing: ops whose arguments need grad (the only ones that save) are never replayed.

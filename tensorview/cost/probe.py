@@ -7,7 +7,10 @@ what they see under a *key*, the id of the node running now: the FunctionNode of
 recorded op, else the ModuleNode of the module call (factories, hooks, ops on tensors the
 recorder does not track).  ``exit_op`` hands the op's cost back as the memo of a
 meta-replay template, and ``replay_op`` adds it for every replayed call, so meta replay
-gives the same numbers as running every op.
+gives the same numbers as running every op.  On a real device an op whose signature
+(:func:`op_signature`) was seen before in the recording runs without the counter and is
+given the cost measured then (the counter's Python call per aten op is most of the
+probe's time per op).
 
 On meta, ``F.scaled_dot_product_attention`` runs through the CPU's fused kernel where the
 CPU would use it (:func:`~.memory.sdpa_as_on_cpu`, a probe substitute), so autograd saves
@@ -48,7 +51,71 @@ from .params import module_params_and_totals
 from .record import CostRecord, roll_up
 from .replay import ReplayingOpFlops
 
-__all__ = ["CostProbe"]
+__all__ = ["CostProbe", "op_signature"]
+
+_Tensor = torch.Tensor
+_ATOMS = frozenset({int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout, torch.memory_format})
+_functorch_active = torch._C._are_functorch_transforms_active
+_stack_len = torch._C._len_torch_dispatch_stack
+_stack_at = torch._C._get_dispatch_stack_at
+_pop_mode = torch._C._pop_torch_dispatch_stack
+_push_mode = torch._C._push_on_torch_dispatch_stack
+_grad_enabled, _inference_mode, _autocast = (
+    torch.is_grad_enabled,
+    torch.is_inference_mode_enabled,
+    torch.is_autocast_enabled,
+)
+#: type -> whether it is a tensor type (learnt on use: the recorder's subclass, Parameter...)
+_TENSOR_TYPE: dict[type, bool] = {}
+
+
+def _describe(a: Any, parts: list[Any], depth: int) -> bool:
+    """Append what describes ``a`` to ``parts`` (flat: a tensor is its shape, strides,
+    dtype, device, layout and grad flag, a plain value its type and value, a sequence its
+    type and length then its items); False when ``a`` cannot be described."""
+    if isinstance(a, _Tensor):
+        if a.is_meta:  # (on meta the counter replays aten ops: running them costs more)
+            return False
+        parts += (a.shape, a.stride(), a.dtype, a.device, a.layout, a.requires_grad)
+        return True
+    ta = type(a)
+    if ta in _ATOMS:
+        parts.append((ta, a))
+        return True
+    if ta is slice:
+        parts.append(slice)
+        return _describe(a.start, parts, depth) and _describe(a.stop, parts, depth) and _describe(a.step, parts, depth)
+    if (ta is tuple or ta is list or ta is torch.Size) and depth < 4:
+        parts.append((ta, len(a)))
+        return all(_describe(x, parts, depth + 1) for x in a)
+    return False
+
+
+def op_signature(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
+    """What decides the aten ops a torch function runs and their FLOP formulas' inputs:
+    the function, the metadata of its tensors (shape, strides, dtype, device, layout,
+    whether they need grad), its plain values, grad, inference and autocast modes; None
+    where something else may (other objects, meta tensors, functorch transforms)."""
+    if _functorch_active():
+        return None
+    parts: list[Any] = [func, _grad_enabled(), _inference_mode(), _autocast()]
+    for a in args:
+        ta = type(a)
+        is_tensor = _TENSOR_TYPE.get(ta)
+        if is_tensor is None:
+            is_tensor = _TENSOR_TYPE[ta] = issubclass(ta, _Tensor)
+        if is_tensor:  # (the common case, written out)
+            if a.is_meta:
+                return None
+            parts += (a.shape, a.stride(), a.dtype, a.device, a.layout, a.requires_grad)
+        elif not _describe(a, parts, 0):
+            return None
+    if kwargs:
+        for k, v in kwargs.items():
+            parts.append(k)
+            if not _describe(v, parts, 0):
+                return None
+    return tuple(parts)
 
 
 @contextlib.contextmanager
@@ -97,6 +164,10 @@ class CostProbe(Probe):
         self._calls: list[ModuleNode] = []
         self._modules: list[nn.Module] = []
         self._entered = False
+        # op signature -> (FLOPs or None where no formula ran, uncounted calls) when it first ran
+        self._costs: dict[Any, tuple[int | None, Mapping[str, int]]] = {}
+        self._ops: list[tuple[Any, Any]] = []  # per op running: (signature, its cost on a hit)
+        self._popped = False  # the counter is off the dispatch stack for an op seen before
 
     def _set(self, key: Any) -> None:
         self._counter.current = key
@@ -107,6 +178,7 @@ class CostProbe(Probe):
     def start(self, root: ModuleNode, module: nn.Module) -> None:
         self.record = None
         self._calls, self._modules, self._stack = [root], [module], []
+        self._costs, self._ops, self._popped = {}, [], False
         # a dispatch mode's ``__torch_dispatch__`` (torch._disable_dynamo) imports Dynamo
         # at its first call: here at the root, not under the deepest op of a deep model
         importlib.import_module("torch._dynamo")
@@ -145,13 +217,50 @@ class CostProbe(Probe):
         if saved is not None:
             saved.current = fn.id
 
+    def enter_op_args(self, fn: FunctionNode, func: Any, args: tuple[Any, ...] | None, kwargs: Any) -> None:
+        """An op seen before with the same signature (:func:`op_signature`) runs with the
+        FLOP counter off the dispatch stack (where it alone is on it): its cost is the one
+        measured the first time.  Autograd's saved-tensor hooks still see it."""
+        counter, saved = self._counter, self._saved  # (enter_op written out)
+        self._stack.append(counter.current)
+        counter.current = fn.id
+        if saved is not None:
+            saved.current = fn.id
+        sig = None if args is None else op_signature(func, args, kwargs)
+        cost = None if sig is None else self._costs.get(sig)
+        if cost is not None and not self._popped and _stack_len() == 1 and _stack_at(0) is counter:
+            _pop_mode(None)
+            self._popped = True
+            self._ops.append((sig, cost))
+        else:
+            self._ops.append((sig, None))
+
     def exit_op(self, fn: FunctionNode, func: Any) -> Any:
         stack, counter, saved = self._stack, self._counter, self._saved
         key = stack.pop() if stack else None
         counter.current = key
         if saved is not None:
             saved.current = key
-        return counter.cost_of(fn.id)
+        sig, cost = self._ops.pop() if self._ops else (None, None)
+        fid = fn.id
+        if cost is not None:
+            _push_mode(counter)
+            self._popped = False
+            flops, uncounted = cost
+            if flops is not None:
+                counter.flops[fid] = counter.flops.get(fid, 0) + flops
+            if uncounted:
+                u = counter.uncounted.get(fid)
+                if u is None:
+                    counter.uncounted[fid] = dict(uncounted)
+                else:
+                    for name, n in uncounted.items():
+                        u[name] = u.get(name, 0) + n
+            return (flops or 0, uncounted)
+        memo = counter.cost_of(fid)
+        if sig is not None:
+            self._costs[sig] = (counter.flops.get(fid), memo[1])
+        return memo
 
     def replay_op(self, fn: FunctionNode, func: Any, memo: Any) -> None:
         if memo is not None:
@@ -163,6 +272,9 @@ class CostProbe(Probe):
             self._modules, self._stack = [], []
             return
         self._entered = False
+        if self._popped:  # (an op seen before was left by an exception between its hooks)
+            _push_mode(counter)
+            self._popped = False
         try:
             if saved is not None:
                 saved.__exit__(None, None, None)

@@ -104,8 +104,11 @@ class OpRunner:
         probes = self.probes
         if probes is None:
             return call(*a, **b) if c is None else call(a, b, c)
-        func = a if c is not None else call
-        probes.enter_op(fn, func)
+        if c is None:  # (the op's own arguments: else a fill or another subclass runs it)
+            func, args, kwargs = call, a, b
+        else:
+            func, args, kwargs = a, None, None
+        probes.enter_op(fn, func, args, kwargs)
         try:
             return call(*a, **b) if c is None else call(a, b, c)
         finally:

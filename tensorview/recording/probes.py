@@ -75,6 +75,11 @@ class Probe:
     def enter_op(self, fn: FunctionNode, func: Any) -> None:
         """Op ``func`` is about to run as node ``fn``."""
 
+    def enter_op_args(self, fn: FunctionNode, func: Any, args: tuple[Any, ...] | None, kwargs: Any) -> None:
+        """``enter_op`` with the op's arguments (``args`` None where they are not the
+        op's own: a fill or another tensor subclass runs it); override to see them."""
+        self.enter_op(fn, func)
+
     def exit_op(self, fn: FunctionNode, func: Any) -> Any:
         """Op ``func`` ran (also when it raised); the return value is kept as the memo of a
         meta-replay template and passed to ``replay_op`` for replayed calls."""
@@ -163,12 +168,15 @@ class Probes:
             if p.open and p.open[-1] == m.id:
                 p.open.pop()
 
-    def enter_op(self, fn: FunctionNode, func: Any) -> None:
+    def enter_op(self, fn: FunctionNode, func: Any, args: tuple[Any, ...] | None = None, kwargs: Any = None) -> None:
         for p in self.probes:
-            p.enter_op(fn, func)
+            p.enter_op_args(fn, func, args, kwargs)
 
     def exit_op(self, fn: FunctionNode, func: Any) -> tuple[Any, ...]:
-        return tuple(p.exit_op(fn, func) for p in self.probes)
+        probes = self.probes
+        if len(probes) == 1:  # (the common case: no generator)
+            return (probes[0].exit_op(fn, func),)
+        return tuple([p.exit_op(fn, func) for p in probes])
 
     def replay_op(self, fn: FunctionNode, func: Any, memos: tuple[Any, ...]) -> None:
         for p, memo in zip(self.probes, memos):
