@@ -117,15 +117,19 @@ def _predict(
 ) -> MemoryReport:
     """The step on meta, or on fake tensors where an op has no meta kernel, or with
     autocast (which casts by the device of the tensors: meta ones are never cast)."""
+
+    def measure(on: str | torch.device) -> MemoryReport:
+        return _measure(model, inputs, on, plan, rerun, batch)
+
     if where == "meta" and plan.autocast is not None:
         where = "fake"
     if where != "meta":
-        return _measure(model, inputs, where, plan, rerun, batch)
+        return measure(where)
     try:
-        return _measure(model, inputs, "meta", plan, rerun, batch)
+        return measure("meta")
     except RecordingError:
         try:
-            return _measure(model, inputs, "fake", plan, rerun, batch)
+            return measure("fake")
         except RecordingError as e:
             if not e.hint:
                 add_hint(
