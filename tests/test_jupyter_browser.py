@@ -94,6 +94,22 @@ def browser() -> Iterator[Browser]:
         b.quit()
 
 
+def read_when_written(path: Path, timeout: float = 30) -> Any:
+    """The notebook at ``path`` once the server has written all of it: the page marks it
+    saved when the server answers, and the file can still be empty for a moment then
+    (seen once under load: ``NotJSONError ... ''``)."""
+    import nbformat
+
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            return nbformat.read(path, as_version=4)
+        except nbformat.reader.NotJSONError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.2)
+
+
 def until(b: Browser, script: str, what: str, timeout: float = 120) -> Any:
     deadline = time.monotonic() + timeout
     while not (value := b.js(script)):
@@ -175,7 +191,7 @@ def test_a_notebook_in_jupyter_untrusted_run_rerun_and_reopened(app: str, browse
         browser.js("window.jupyterapp.commands.execute('docmanager:save')")
         path = tmp_path / "model.ipynb"
         until(browser, "return !document.querySelector('.jp-mod-dirty')", "saved", 30)
-        saved = nbformat.read(path, as_version=4)
+        saved = read_when_written(path)
         assert [len(c.outputs) for c in saved.cells] == [0, 1, 2, 2, 1]
         browser.driver.refresh()
         until(browser, READY + " === 2", "the viewers of the reopened notebook")
