@@ -5,12 +5,13 @@ included)."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 import torch
 from torch import nn
 
-from tensorview.graph import GraphBuilder
+from tensorview.graph import GraphBuilder, checks
 from tensorview.graph.names import Namespace, name_nodes
 from tensorview.recording import Recorder
 
@@ -92,3 +93,65 @@ def test_the_scripting_layer_names_on_finish() -> None:
     z = b.op("add", y)
     g = b.finish()
     assert [g.nodes[i].name for i in (x, y, z)] == ["x", "add_out", "add_out_1"]
+
+
+def _mlp_recording() -> Recorder:
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2), nn.ReLU())
+    with Recorder(model) as rec:
+        model(torch.zeros(1, 3))
+    return rec
+
+
+def test_a_recording_is_named_on_its_first_read_with_the_names_given_at_once(
+    monkeypatch: pytest.MonkeyPatch, graph_watch: Any
+) -> None:
+    monkeypatch.setattr(checks, "_hooks", [])  # (the suite's lint reads every graph as it closes)
+    rec = _mlp_recording()
+    assert rec._session is not None
+    g = rec._session.graph
+    assert g._unnamed is not None  # nothing named yet: a recording never read pays nothing
+    bases = [n.name for n in g._nodes]
+    assert "linear" in bases and "_out" in bases  # (base names and suffixes until read)
+    names = [n.name for n in g.nodes]
+    assert g._unnamed is None
+    assert names == [n.name for n in rec.ir.nodes]  # named once
+    assert len(set(names)) == len(names)
+    assert [g.by_name(n).id for n in ("linear", "linear_out", "linear_1", "relu_1_out")] == [
+        next(n.id for n in g.nodes if n.name == name) for name in ("linear", "linear_out", "linear_1", "relu_1_out")
+    ]
+    assert g.nodes[g.nodes.index(g.by_name("linear"))].name == "linear"
+    # the same names as a graph named eagerly, node by node (``name_nodes``)
+    eager = [_Named(b) for b in bases]
+    after = {n.id: g.predecessors(n.id)[0] for n in g.nodes if bases[n.id].startswith("_out")}
+    name_nodes(eager, 0, after, Namespace())
+    assert [e.name for e in eager] == names
+    graph_watch.on_close(g, True)  # linted after all
+
+
+def test_an_interrupt_while_naming_leaves_the_names_to_give_again(
+    monkeypatch: pytest.MonkeyPatch, graph_watch: Any
+) -> None:
+    import tensorview.graph.graph as graph_module
+
+    expected = [n.name for n in _mlp_recording().ir.nodes]
+    monkeypatch.setattr(checks, "_hooks", [])
+    rec = _mlp_recording()
+    assert rec._session is not None
+    g = rec._session.graph
+    real = graph_module.assign_names
+    calls = []
+
+    def interrupted(nodes: list, start: int, new: list) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            real(nodes, start, new)  # all of them named, then Ctrl-C before the graph knows
+            raise KeyboardInterrupt
+
+        real(nodes, start, new)
+
+    monkeypatch.setattr(graph_module, "assign_names", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        g.nodes
+    assert [n.name for n in g.nodes] == expected  # named again from the bases kept aside
+    assert len(calls) == 2
+    graph_watch.on_close(g, True)

@@ -4,7 +4,7 @@ Ids (execution order), unique names, parents, depths, paths, call indices and ed
 assigned here, as ``torch.fx.Graph.create_node`` does for fx, by small fast calls that the
 recorder makes as a forward runs (parents given explicitly): ``add_module``,
 ``add_function``, ``add_tensor``, ``add_result``, ``add_edge``, ``end_call``.  Names are
-handed out once, when the graph is done (``resolve_names``, names.py).  ``GraphBuilder``
+handed out once, on the first read of the finished graph's nodes (``close``, names.py).  ``GraphBuilder``
 (builder.py) adds a scripting layer for graphs written by hand or translated from another
 IR.
 """
@@ -24,7 +24,8 @@ class NodeFactory:
 
     def __init__(self) -> None:
         self.graph = Graph()
-        #: names are handed out when the graph is done (``resolve_names``, names.py)
+        self._nodes = self.graph.building()  # (appended to without naming: ``close``)
+        #: names are handed out once the graph is done and read (``close``, names.py)
         self.names = Namespace()
         self._after: dict[int, int] = {}
         self._named = 0
@@ -38,7 +39,7 @@ class NodeFactory:
         g = self.graph
         k = self._call_counts.get(path, 0)
         self._call_counts[path] = k + 1
-        nodes = g.nodes
+        nodes = self._nodes
         name = (f"{path}.{method}" if method else path).replace(".", "_") if path else "model"
         if parent is None:
             node = ModuleNode(len(nodes), name, path, None, 0, cls_name, cls_module, k, method=method)
@@ -46,7 +47,7 @@ class NodeFactory:
             node = ModuleNode(
                 len(nodes), name, path, parent.id, parent.depth + 1, cls_name, cls_module, k, method=method
             )
-        g.nodes.append(node)
+        nodes.append(node)
         if parent is None:
             g.root = node.id
         return node
@@ -54,7 +55,7 @@ class NodeFactory:
     def add_function(self, op: str, parent: ModuleNode, inputs: Iterable[int] = ()) -> FunctionNode:
         """A call of op ``op`` inside ``parent``, with an edge from each input (once per use)."""
         g = self.graph
-        nodes = g.nodes
+        nodes = self._nodes
         fid = len(nodes)
         fn = FunctionNode(fid, op, parent.path, parent.id, parent.depth + 1, op)  # positional: fast
         nodes.append(fn)
@@ -78,7 +79,7 @@ class NodeFactory:
         """A tensor (version) made inside ``parent``; ``producer``: the op or call that made
         it; ``named_after``: ``base`` is a suffix to that node's name (``add_1`` -> ``add_1_out``)."""
         g = self.graph
-        nodes = g.nodes
+        nodes = self._nodes
         if named_after is not None:
             self._after[len(nodes)] = named_after.id
         node = TensorNode(
@@ -96,7 +97,7 @@ class NodeFactory:
         """A tensor made by ``producer`` (an op or a call) inside ``parent`` and named after
         it: ``add_tensor``'s most common case, in one positional call."""
         g = self.graph
-        nodes = g.nodes
+        nodes = self._nodes
         tid = len(nodes)
         pid = producer.id
         self._after[tid] = pid
@@ -129,25 +130,27 @@ class NodeFactory:
 
     def end_call(self, m: ModuleNode) -> None:
         """The call ``m`` returned: later nodes are outside it."""
-        m.end = len(self.graph.nodes)
+        m.end = len(self._nodes)
         m.opaque = m.end == m.id + 1
 
     def fail_call(self, m: ModuleNode) -> None:
         """The call ``m`` raised (its end is where it stopped, unless already set)."""
         m.failed = True
         if m.end < 0:
-            m.end = len(self.graph.nodes)
+            m.end = len(self._nodes)
 
     def resolve_names(self) -> None:
         """Name the nodes made since the last call (names.py: ``name_nodes``)."""
-        self._named = name_nodes(self.graph.nodes, self._named, self._after, self.names)
+        self._named = name_nodes(self._nodes, self._named, self._after, self.names)
 
     def close(self, *, lint: bool = True) -> None:
-        """No more nodes will be added: name them, free the name table (a recorded graph
-        keeps no builder state alive), and run the close hooks (checks.py; ``lint=False``
-        tells them the graph is broken on purpose)."""
+        """No more nodes will be added: hand the naming to the graph (done on the first read
+        of its nodes: ``Graph.defer_names``), keep no builder state alive, and run the close
+        hooks (checks.py; ``lint=False`` tells them the graph is broken on purpose)."""
         self._complete_last()
-        self.resolve_names()
+        self.graph.defer_names(self._after, self.names, self._named)
+        self._named = len(self._nodes)  # (a second close defers nothing more)
+        self._after = {}
         self.names = Namespace()
         self._call_counts = {}
         closed(self.graph, lint)
@@ -157,9 +160,9 @@ class NodeFactory:
         appending a result and adding the edge from its producer: only the last node can be
         left so, and its producer is the node it is named after (``add_result``)."""
         g = self.graph
-        if not g.nodes:
+        if not self._nodes:
             return
-        last = g.nodes[-1]
+        last = self._nodes[-1]
         pid = self._after.get(last.id)
         if (
             type(last) is TensorNode

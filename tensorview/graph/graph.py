@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import InvalidTypeError, shown
 from .annotations import WARNING_LAYER, Annotations
+from .names import Namespace, assign_names, unique_names
 from .nodes import FunctionNode, ModuleNode, Node, Shape, TensorNode
 
 
@@ -85,7 +86,9 @@ class Graph:
     """
 
     def __init__(self) -> None:
-        self.nodes: list[Node] = []
+        self._nodes: list[Node] = []
+        #: names still to hand out, on the first read of ``nodes`` (``defer_names``)
+        self._unnamed: tuple[list[str], int, dict[int, int], Namespace] | None = None
         self.edges = EdgeList()
         self.inputs: list[int] = []
         self.outputs: list[int] = []
@@ -97,9 +100,38 @@ class Graph:
         self._succ: list[list[int]] = []
         self._pred: list[list[int]] = []
 
+    # -- the nodes --------------------------------------------------------------
+    @property
+    def nodes(self) -> list[Node]:
+        """The nodes, indexed by id (execution order), named."""
+        if self._unnamed is not None:
+            self._name_now()
+        return self._nodes
+
+    def building(self) -> list[Node]:
+        """The node list itself, for ``NodeFactory`` to append to (names may be pending)."""
+        return self._nodes
+
+    def defer_names(self, after: dict[int, int], names: Namespace, start: int) -> None:
+        """Name ``nodes[start:]`` (``name_nodes``) when ``nodes`` is first read, not now: a
+        recording that is never read pays nothing for names (half a microsecond a node);
+        whoever reads sees the same names as if they were given at once.  The base names are
+        kept aside, so that naming is done again from them if an asynchronous exception
+        (Ctrl-C) stops it."""
+        if start < len(self._nodes):
+            self._unnamed = ([n.name for n in self._nodes[start:]], start, after, names)
+
+    def _name_now(self) -> None:
+        pending = self._unnamed
+        if pending is not None:
+            bases, start, after, names = pending
+            nodes = self._nodes
+            assign_names(nodes, start, unique_names(nodes, bases, start, after, names.copy()))
+            self._unnamed = None
+
     # -- reading --------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self.nodes)
+        return len(self._nodes)
 
     def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes)

@@ -38,6 +38,9 @@ from typing import Any
 from .tensor import current_session
 
 #: every signal number of this platform (SIGKILL and SIGSTOP never have Python handlers)
+#: ``signal.getsignal`` without its conversion of the answer to an enum (~1 us a signal,
+#: for all 60-odd signals at each recording's start and end)
+_getsignal = getattr(signal, "_signal", signal).getsignal
 _SIGNALS = tuple(sorted(signal.valid_signals() - {getattr(signal, "SIGKILL", -1), getattr(signal, "SIGSTOP", -1)}))
 
 
@@ -110,7 +113,7 @@ def _python_handlers() -> dict[int, Any]:
     s = _STATE
     found: dict[int, Any] = {}
     for signum in _SIGNALS:
-        handler = signal.getsignal(signum)
+        handler = _getsignal(signum)
         if handler is _handler:  # left installed somehow: what it replaced is still saved
             handler = s.saved.get(signum)
         if callable(handler):
@@ -121,7 +124,7 @@ def _python_handlers() -> dict[int, Any]:
 def _put_back(saved: dict[int, Any]) -> None:
     """Our handler out again wherever it still is (one set meanwhile by others stays)."""
     for signum, handler in saved.items():
-        if signal.getsignal(signum) is _handler:
+        if _getsignal(signum) is _handler:
             signal.signal(signum, handler)
 
 

@@ -58,10 +58,11 @@ class SharedPatch:
         token = object()
         with self._lock:
             me = threading.get_ident()
-            alive = {t.ident for t in threading.enumerate()}
-            for held, thread in list(self._holders.items()):
-                if thread == me or thread not in alive:
-                    del self._holders[held]
+            if self._holders:
+                alive = {t.ident for t in threading.enumerate()}
+                for held, thread in list(self._holders.items()):
+                    if thread == me or thread not in alive:
+                        del self._holders[held]
             if not self._holders or self.installed is None:
                 original = unwrap(getattr(self._obj, self._name))
                 wrapper = self._make(original)

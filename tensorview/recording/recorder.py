@@ -161,7 +161,7 @@ class BaseRecorder(Generic[R]):
     def _recording_error(self, session: Session, exc: Exception) -> RecordingError:
         g = session.graph
         path, node = session.failed_at() or ("", None)
-        op = node.name if node is not None else ""
+        op = g.nodes[node.id].name if node is not None else ""  # (read through the graph: named)
         where = f"module {path!r}" if path else "the root module"
         cls = next((m.cls_name for m in g.modules() if m.path == path and m.failed), "")
         if cls:
