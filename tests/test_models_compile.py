@@ -228,11 +228,12 @@ def test_recording_inside_a_compiled_caller() -> None:
     assert torch.allclose(out, m(inp) * 2)
 
 
-def test_module_calls_inside_the_root_call_skip_the_dynamo_guard() -> None:
-    """Outside a root call the patched ``nn.Module.__call__`` sits behind
-    ``torch._dynamo.disable`` (a compiled caller graph-breaks into it); inside, where the
-    eager stance keeps Dynamo from tracing, its unguarded twin is installed (a microsecond
-    a module call), and the guarded one is back when the root call ends, also on errors."""
+def test_the_module_call_wrapper_is_set_once_and_never_swapped() -> None:
+    """The patched ``nn.Module.__call__`` is set when recording starts and put back when it
+    ends, also on errors; never swapped in between (setting a dunder of ``nn.Module``
+    updates every subclass's slot).  Run eagerly it is not behind ``torch._dynamo.disable``
+    (a microsecond a module call); its twin that is, for Dynamo to graph-break into, is
+    what a compiled caller reaches (``test_recording_inside_a_compiled_caller``)."""
     seen: list[Any] = []
 
     class Probe(nn.Module):
@@ -245,19 +246,19 @@ def test_module_calls_inside_the_root_call_skip_the_dynamo_guard() -> None:
     m = nn.Sequential(Probe())
     original = nn.Module.__call__
     with tv.Recorder(m):
-        guarded = nn.Module.__call__
+        installed = nn.Module.__call__
         m(torch.randn(2, 3))
-        assert nn.Module.__call__ is guarded
-    assert getattr(guarded, "_torchdynamo_disable", False)  # Dynamo is loaded here
-    assert seen[0] is guarded.__tv_bare__ and not getattr(seen[0], "_torchdynamo_disable", False)
-    assert nn.Module.__call__ is original
+        assert nn.Module.__call__ is installed
+    assert seen == [installed] and nn.Module.__call__ is original
+    assert not getattr(installed, "_torchdynamo_disable", False)
+    assert getattr(installed.__tv_guarded__, "_torchdynamo_disable", False)  # Dynamo is loaded here
     with pytest.raises(ValueError, match="empty"), tv.Recorder(m):
-        guarded = nn.Module.__call__
+        installed = nn.Module.__call__
         try:
             m(torch.randn(0, 3))
         finally:
-            assert nn.Module.__call__ is guarded
-    assert seen[1] is guarded.__tv_bare__ and nn.Module.__call__ is original
+            assert nn.Module.__call__ is installed
+    assert seen[1] is installed and nn.Module.__call__ is original
 
 
 def _cxx_compiler() -> str | None:

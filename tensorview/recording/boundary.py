@@ -21,7 +21,6 @@ from .convert import Undo
 from .dtensors import PLACEMENT_LAYER, placements
 from .keep import KeptParameters
 from .modes import close_mode_guards, hidden_modes, mode_stack, set_mode_stack
-from .modulecall import MODULE_CALL
 from .optable import PLAIN_TYPES
 from .originals import strip_escaped
 from .probes import Probes
@@ -47,7 +46,7 @@ class Boundary:
     one down after it, in one place (``_record_root``)."""
 
     _theirs: list[Any] | None = None  # the modes on the stack when the root call started
-    _probes_stopped = _reguarded = False
+    _probes_stopped = False
 
     def __init__(
         self,
@@ -109,16 +108,13 @@ class Boundary:
         self._theirs = mode_stack()  # the caller's modes: put back as they are when the call ends
         self.calls.push(Frame(module, root, leaf=not module._modules))
         self.ops.set_running(True)
-        stance = unguarded = False
-        self._probes_stopped = self._reguarded = False  # (clean-up steps done)
+        stance = False
+        self._probes_stopped = False  # (clean-up steps done)
         try:
             if self.probes is not None:
                 self.probes.start(root, module)
             stance = True  # (before: a release without the acquire does nothing)
             EAGER_STANCE.acquire(self)  # torch.compile'd code inside runs eagerly (compiled.py)
-            if EAGER_STANCE.eager:  # nothing is traced now: module calls skip the Dynamo guard
-                MODULE_CALL.unguard()
-                unguarded = True
             # ours at the bottom: the caller's modes see the model's calls as without us, and
             # none of tensorview's own (which run with torch functions off)
             set_mode_stack([self.mode, *hidden_modes(), *self._theirs])
@@ -153,7 +149,7 @@ class Boundary:
                 lambda: self._end_probes(),
                 lambda: self._strip(module, args, kwargs),
                 lambda: self._forget(),
-                lambda: self._release_stance(unguarded, stance),
+                lambda: self._release_stance(stance),
             )
             if caught is not None:
                 raise caught
@@ -199,10 +195,7 @@ class Boundary:
         self.tree.clear()
         self.builder.close()
 
-    def _release_stance(self, unguarded: bool, stance: bool) -> None:
-        if unguarded and not self._reguarded:
-            MODULE_CALL.reguard()
-            self._reguarded = True
+    def _release_stance(self, stance: bool) -> None:
         if stance:  # (idempotent: a step retried after an interrupt releases once)
             EAGER_STANCE.release(self)
 

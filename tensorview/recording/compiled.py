@@ -12,11 +12,9 @@ while a root call is recorded:
 * a ``torch.compile(module)`` wrapper (``OptimizedModule``) is transparent: it gets no
   ModuleNode, the module it wraps is recorded in its place, and module and parameter paths
   leave out its ``_orig_mod.`` (``state.model_names``), so the graph equals the eager one;
-* the patched ``nn.Module.__call__`` is wrapped in ``torch._dynamo.disable`` when Dynamo
-  is loaded (``dynamo_disabled``): a compiled caller graph-breaks into it instead of
-  tracing it.  Inside a root call, where the stance keeps Dynamo from tracing anything,
-  the unguarded twin of the wrapper is installed instead (a microsecond less per module
-  call: modulecall.py).
+* the patched ``nn.Module.__call__``, while Dynamo traces it, calls its twin behind
+  ``torch._dynamo.disable`` when Dynamo is loaded (``dynamo_disabled``): a compiled caller
+  graph-breaks into it instead of tracing it (modulecall.py).
 
 Nothing here imports ``torch._dynamo`` (slow to import): nothing can be compiled before
 ``torch.compile`` has imported it, so while it is absent a recording only watches for its

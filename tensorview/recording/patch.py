@@ -41,7 +41,6 @@ class SharedPatch:
         self._obj, self._name, self._make = obj, name, make
         self._lock = threading.Lock()
         self._holders: dict[object, int] = {}  # token -> the thread that holds it
-        self._unguarded = 0  # root calls running with the unguarded wrapper (``unguard``)
         self.installed: Any = None
         self.original: Any = None
 
@@ -70,7 +69,6 @@ class SharedPatch:
                 setattr(self._obj, self._name, wrapper)
                 self.installed = wrapper
                 self._holders.clear()
-                self._unguarded = 0
             self._holders[token] = me
         return token
 
@@ -82,7 +80,7 @@ class SharedPatch:
             if self._holders or self.installed is None:
                 return
             current = self._obj.__dict__.get(self._name, _MISSING)
-            if current is self.installed or current is _bare(self.installed):
+            if current is self.installed:
                 setattr(self._obj, self._name, self.original)
             else:
                 warnings.warn(
@@ -92,27 +90,3 @@ class SharedPatch:
                     stacklevel=3,
                 )
             self.installed = None
-
-    def unguard(self) -> None:
-        """Put in the wrapper's unguarded twin (``__tv_bare__``, without the Dynamo guard:
-        modulecall.py), for as long as some caller has not called ``reguard``; only while
-        nothing can be traced by Dynamo (a recording's ``force_eager`` stance)."""
-        with self._lock:
-            self._unguarded += 1
-            bare = _bare(self.installed)
-            current = self._obj.__dict__.get(self._name, _MISSING)
-            if self._unguarded == 1 and bare is not None and current is self.installed:
-                setattr(self._obj, self._name, bare)
-
-    def reguard(self) -> None:
-        """The last ``unguard`` caller is done: the guarded wrapper again."""
-        with self._lock:
-            self._unguarded = max(self._unguarded - 1, 0)
-            bare = _bare(self.installed)
-            current = self._obj.__dict__.get(self._name, _MISSING)
-            if self._unguarded == 0 and bare is not None and current is bare:
-                setattr(self._obj, self._name, self.installed)
-
-
-def _bare(wrapper: Any) -> Any:
-    return getattr(wrapper, "__tv_bare__", None)
