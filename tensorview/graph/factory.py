@@ -52,6 +52,19 @@ class NodeFactory:
             g.root = node.id
         return node
 
+    def add_call(self, path: str, cls_name: str, cls_module: str, parent: ModuleNode) -> ModuleNode:
+        """``add_module``'s common case, in one positional call: a submodule called through
+        ``__call__`` (the per-call hot path)."""
+        counts = self._call_counts
+        k = counts.get(path, 0)
+        counts[path] = k + 1
+        nodes = self._nodes
+        node = ModuleNode(
+            len(nodes), path.replace(".", "_"), path, parent.id, parent.depth + 1, cls_name, cls_module, k
+        )
+        nodes.append(node)
+        return node
+
     def add_function(self, op: str, parent: ModuleNode, inputs: Iterable[int] = ()) -> FunctionNode:
         """A call of op ``op`` inside ``parent``, with an edge from each input (once per use)."""
         g = self.graph
@@ -132,6 +145,12 @@ class NodeFactory:
         """The call ``m`` returned: later nodes are outside it."""
         m.end = len(self._nodes)
         m.opaque = m.end == m.id + 1
+
+    def end_call_with(self, m: ModuleNode, result: int) -> None:
+        """``end_call``, and the edge from ``m`` to ``result``, made inside it."""
+        m.end = end = len(self._nodes)
+        m.opaque = end == m.id + 1
+        self.graph.edges.add(m.id, result)
 
     def fail_call(self, m: ModuleNode) -> None:
         """The call ``m`` raised (its end is where it stopped, unless already set)."""

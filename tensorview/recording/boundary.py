@@ -19,6 +19,7 @@ from . import interrupts
 from .compiled import EAGER_STANCE
 from .convert import Undo
 from .dtensors import PLACEMENT_LAYER, placements
+from .inputs import forward_signature
 from .keep import KeptParameters
 from .modes import close_mode_guards, hidden_modes, mode_stack, set_mode_stack
 from .optable import PLAIN_TYPES
@@ -210,10 +211,11 @@ class Boundary:
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         try:
-            bound = inspect.signature(module.forward).bind_partial(*args, **kwargs)
+            sig = forward_signature(module.forward)
+            bound = sig.bind_partial(*args, **kwargs)
             names = list(bound.arguments)
             values = list(bound.arguments.values())
-            kinds = {p.name: p.kind for p in inspect.signature(module.forward).parameters.values()}
+            kinds = {p.name: p.kind for p in sig.parameters.values()}
         except (TypeError, ValueError):
             bound = None
         root = self.calls.scope()

@@ -67,6 +67,7 @@ class Calls:
         self.originals = originals
         self.token = bindings.token
         self._node_of = bindings.node_of
+        self._add_call = builder.add_call
         self._methods: Methods | None = None
 
     def connect(self, methods: Methods) -> None:
@@ -117,7 +118,7 @@ class Calls:
                 caller = self.stack[-1]
             path = self._path_of(id(module)) or self.paths.path(module, self.stack)
             cls = type(module)
-            m = self.builder.add_module(path, cls.__name__, cls.__module__, caller.node)
+            m = self._add_call(path, cls.__name__, cls.__module__, caller.node)
             frame = Frame(module, m, not module._modules)
             args, kwargs = self.enter_args(m, args, kwargs, frame, caller)
         self.stack.append(frame)
@@ -147,8 +148,7 @@ class Calls:
                 fresh = fresh and not (self._leaky or self._unwrapped)
                 if fresh and node.id > m.id and node.role not in SOURCE_ROLES:
                     stack.pop()
-                    self.builder.end_call(m)
-                    self.graph.edges.add(m.id, node.id)
+                    self.builder.end_call_with(m, node.id)
                     return out
         self._pop_sub(frame, failed=False)
         with _Disable():

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch.overrides import _get_current_function_mode_stack
 
-from .optable import DATA_ACCESS
+from .optable import DATA_ACCESS, FACTORIES, QUERIES
 from .values import value_of
 
 #: ``run_cond``'s answer when the operator is left to torch
@@ -91,9 +91,18 @@ def _data_access(ops: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, A
 
 
 #: torch function -> how the session records it: ``(ops, func, args, kwargs) -> result`` (ops.py)
-SPECIAL: dict[Any, Any] = {torch.Tensor.__iter__: _iterate, **dict.fromkeys(DATA_ACCESS, _data_access)}
+HANDLERS: dict[Any, Any] = {torch.Tensor.__iter__: _iterate, **dict.fromkeys(DATA_ACCESS, _data_access)}
 if cond_operator() is not None:
-    SPECIAL[cond_operator()] = _cond
+    HANDLERS[cond_operator()] = _cond
+
+#: what ``Ops.handle`` does first with a function that is no op to record: a query, one of
+#: ``HANDLERS`` or a factory (in that order of precedence), in one look-up
+QUERY, SPECIAL, FACTORY = "query", "special", "factory"
+ROUTES: dict[Any, str] = {
+    **dict.fromkeys(FACTORIES, FACTORY),
+    **dict.fromkeys(HANDLERS, SPECIAL),
+    **dict.fromkeys(QUERIES, QUERY),
+}
 
 
 def unseen_change(path: str) -> str:

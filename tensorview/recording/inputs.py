@@ -8,6 +8,7 @@ import difflib
 import inspect
 import operator
 import re
+import types
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -26,6 +27,27 @@ from ..errors import (
 )
 from .tree import map_tensors
 from .values import keep_values
+
+#: ``inspect.signature`` of the forwards recorded, by function (~50 us each for a forward
+#: behind decorators, as transformers' are: once per function, not once per recording)
+_SIGNATURES: dict[Any, inspect.Signature] = {}
+
+
+def forward_signature(forward: Any) -> inspect.Signature:
+    """``inspect.signature(forward)``, kept per function (a bound method's signature is its
+    function's without the first parameter, whatever object it is bound to)."""
+    key = (forward.__func__, True) if isinstance(forward, types.MethodType) else (forward, False)
+    try:
+        sig = _SIGNATURES.get(key)
+    except TypeError:  # an unhashable callable
+        return inspect.signature(forward)
+    if sig is None:
+        sig = inspect.signature(forward)
+        if len(_SIGNATURES) >= 1024:  # bounded: forwards made on the fly
+            _SIGNATURES.clear()
+        _SIGNATURES[key] = sig
+    return sig
+
 
 #: the largest size of one dimension torch can hold
 MAX_DIM = 2**63 - 1
@@ -115,7 +137,7 @@ def check_forward_kwargs(model: Any, forward_kwargs: Iterable[str], options: Ite
     options = list(options)
     forward = getattr(model, "forward", None)
     try:
-        params = inspect.signature(forward).parameters if forward is not None else {}
+        params = forward_signature(forward).parameters if forward is not None else {}
     except (TypeError, ValueError):
         return
     declared = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]

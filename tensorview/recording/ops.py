@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..graph import FunctionNode, ModuleNode, NodeFactory, TensorNode
-from .control import SPECIAL
+from .control import FACTORY, HANDLERS, QUERY, ROUTES, SPECIAL
 from .inference import InferenceWrites
 from .keep import KeptParameters
 from .names import OP_NAMES, op_name
@@ -24,9 +24,7 @@ from .optable import (
     CONSTANT_FACTORIES,
     DATA_SET,
     DEVICE_FACTORIES,
-    FACTORIES,
     PLAIN_TYPES,
-    QUERIES,
     version,
 )
 from .probes import Probes
@@ -148,16 +146,17 @@ class Ops:
         if threading.get_ident() != self.thread or not self.running:
             with torch._C.DisableTorchFunctionSubclass():  # behave as a plain tensor
                 return func(*args, **kwargs)
-        if func in QUERIES:
+        route = ROUTES.get(func)  # (one look-up for the three kinds of functions not recorded as ops)
+        if route is QUERY:
             if self.values and func in VALUE_QUERIES and value_of(args[0]) is not None:
                 return answer(func, args, kwargs)  # a value known on meta (values.py)
             with _Disable():
                 if func in AS_PLAIN and type(args[0]) is _RT:  # f"{t}", repr(t): as without us
                     args = (args[0].as_subclass(_Tensor), *args[1:])
                 return func(*args, **kwargs)
-        if func in SPECIAL:  # ``for row in x``, ``torch.cond``, ``p.data``: as what they stand for (control.py)
-            return SPECIAL[func](self, func, args, kwargs)
-        if func in FACTORIES and not (
+        if route is SPECIAL:  # ``for row in x``, ``torch.cond``, ``p.data``: as what they stand for (control.py)
+            return HANDLERS[func](self, func, args, kwargs)
+        if route is FACTORY and not (
             func in DEVICE_FACTORIES and args and isinstance(args[0], _Tensor)
         ):  # torch.as_tensor(t) of a tensor is an op on t, not a new source
             with _Disable():

@@ -106,6 +106,8 @@ class Session:
         self.leave_sub = calls.leave_sub
         self.fail_sub = calls.fail_sub
         self._frames = calls.frames()
+        #: module class -> whether its calls take the fast path (``enter_call``)
+        self._plain_classes: dict[type, bool] = {}
 
     @property
     def running(self) -> bool:
@@ -158,11 +160,13 @@ class Session:
         ``fail_sub``); None for any other call, which goes through ``call_module``."""
         if not self._frames or threading.get_ident() != self.thread:
             return None
-        wrapper = self.compile_wrapper
-        if wrapper is not None and isinstance(module, wrapper):
-            return None
-        if self.stand_ins is not None and id(module) in self.stand_ins:  # runs its copy: call_module
-            return None
-        if isinstance(module, GRAPH_MODULE):  # an fx hierarchy may be rebuilt: call_module
+        cls = type(module)
+        plain = self._plain_classes.get(cls)
+        if plain is None:  # a torch.compile wrapper, an fx hierarchy that may be rebuilt: call_module
+            wrapper = self.compile_wrapper
+            plain = self._plain_classes[cls] = not (
+                (wrapper is not None and issubclass(cls, wrapper)) or issubclass(cls, GRAPH_MODULE)
+            )
+        if not plain or (self.stand_ins is not None and id(module) in self.stand_ins):  # (a copy runs)
             return None
         return self.enter_sub(module, args, kwargs)
