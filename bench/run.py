@@ -578,7 +578,17 @@ def profile_section() -> str:
         [sys.executable, str(ROOT / "bench" / "profile_recording.py")], capture_output=True, text=True, check=False
     ).stdout.strip()
     before = (ROOT / "bench" / "profile_before.txt").read_text().strip()
+    pieces = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "anatomy.py")], capture_output=True, text=True, check=False
+    ).stdout.strip()
     return (
+        "\n## Where recording time goes, piece by piece (bench/anatomy.py)\n\n"
+        "Each piece isolated by a model built for it, tensorview next to the design floor (floor.py), least CPU "
+        "time of interleaved runs on CPU tensors: **op** one more ``x.relu()`` in a forward; **module call** one more "
+        "call of a one-op submodule, less its op and its share of the walks; **module held** one more submodule "
+        "the forward never calls (the module-tree walks at a recording's start and end); **per recording** a "
+        "one-op model's whole overhead (each run starts after ``gc.collect()``, with cold caches).\n\n"
+        f"```\n{pieces}\n```\n"
         "\n## Where recording time goes (bench/profile_recording.py)\n\n"
         "The deep MLP (Linear, ReLU) on CPU tensors; overhead is the minimum CPU time over repeats, "
         "the table cProfile's top entries by own time.\n\n"

@@ -27,3 +27,25 @@ def test_the_script_exits_with_mains_status() -> None:
     source = (ROOT / "bench" / "run.py").read_text()
     assert source.rstrip().endswith('if __name__ == "__main__":\n    sys.exit(main())')
     assert "    return exit_status(results)\n" in source
+
+
+def test_the_anatomy_measures_each_piece_against_the_floor() -> None:
+    """bench/anatomy.py (in docs/benchmarks.md): one row per piece, each isolated by its
+    own model and measured for tensorview and the floor (timings are not checked here)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location("tv_bench_anatomy", ROOT / "bench" / "anatomy.py")
+        assert spec is not None and spec.loader is not None
+        anatomy = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(anatomy)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    rows = anatomy.anatomy(n=20, repeats=1)
+    assert [r[0] for r in rows] == ["op", "module call", "module held, not called", "per recording (a one-op model)"]
+    assert all(isinstance(v, float) for r in rows for v in r[1:])
+    held = anatomy.Ops(3, held=2)
+    assert len(list(held.modules())) == 4 and held.n == 3  # three ops in forward, two modules never called
+    text = anatomy.table(rows).splitlines()
+    assert text[0].split() == ["piece", "tensorview", "us", "floor", "us", "difference"] and len(text) == 5
