@@ -139,6 +139,35 @@ def test_foreign_patch_of_module_call_is_not_clobbered() -> None:
         nn.Module.__call__ = original
 
 
+def test_the_module_call_wrapper_is_made_once_and_a_stale_one_stays_inert() -> None:
+    """Recordings in a row install the same wrapper (made again only for another original
+    or once Dynamo is loaded); one left in another tool's chain never records a call twice."""
+    model = zoo.Shared()
+    original = nn.Module.__call__
+    with Recorder(model) as plain:
+        first = nn.Module.__call__
+        model(zoo.x4())
+    with Recorder(model):
+        assert nn.Module.__call__ is first
+    calls = [n.path for n in plain.ir.modules()]
+    seen: list[str] = []
+
+    def other_tool(self: nn.Module, *a: Any, **k: Any) -> Any:  # a chain holding our old wrapper
+        seen.append(type(self).__name__)
+        return first(self, *a, **k)
+
+    try:
+        nn.Module.__call__ = other_tool
+        with Recorder(model) as rec:
+            installed = nn.Module.__call__
+            model(zoo.x4())
+        assert installed is not first and installed.__wrapped__ is other_tool
+        assert [n.path for n in rec.ir.modules()] == calls and seen  # each call once, through their patch
+        assert nn.Module.__call__ is other_tool
+    finally:
+        nn.Module.__call__ = original
+
+
 def test_an_error_caught_inside_forward_is_not_a_recording_error() -> None:
     class Fallback(nn.Module):
         def __init__(self) -> None:

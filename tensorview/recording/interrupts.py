@@ -38,9 +38,10 @@ from typing import Any
 from .tensor import current_session
 
 #: every signal number of this platform (SIGKILL and SIGSTOP never have Python handlers)
-#: ``signal.getsignal`` without its conversion of the answer to an enum (~1 us a signal,
-#: for all 60-odd signals at each recording's start and end)
+#: ``signal.getsignal``/``signal.signal`` without their conversions to and from enums (~1 us
+#: a signal, for all 60-odd signals at each recording's start and end)
 _getsignal = getattr(signal, "_signal", signal).getsignal
+_setsignal = getattr(signal, "_signal", signal).signal
 _SIGNALS = tuple(sorted(signal.valid_signals() - {getattr(signal, "SIGKILL", -1), getattr(signal, "SIGSTOP", -1)}))
 
 
@@ -125,7 +126,7 @@ def _put_back(saved: dict[int, Any]) -> None:
     """Our handler out again wherever it still is (one set meanwhile by others stays)."""
     for signum, handler in saved.items():
         if _getsignal(signum) is _handler:
-            signal.signal(signum, handler)
+            _setsignal(signum, handler)
 
 
 class deferred:
@@ -155,7 +156,7 @@ class deferred:
         s.owner = self  # the exit undoes what follows, whatever part of it happened
         try:
             for signum in saved:  # from here on, that signal waits
-                signal.signal(signum, _handler)
+                _setsignal(signum, _handler)
         except ValueError:  # not the main interpreter: no signal handling here
             s.owner = None
             _put_back(saved)

@@ -17,6 +17,7 @@ wherever its plain forward runs.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +78,7 @@ def _make_call(original: Callable[..., Any]) -> Callable[..., Any]:
     return installed
 
 
-MODULE_CALL = SharedPatch(nn.Module, "__call__", _make_call)
+#: (the wrapper is made again once Dynamo is loaded: it then has a guarded twin)
+MODULE_CALL = SharedPatch(nn.Module, "__call__", _make_call, lambda: "torch._dynamo" in sys.modules)
 
 __all__ = ["MODULE_CALL"]

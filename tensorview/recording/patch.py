@@ -37,12 +37,17 @@ class SharedPatch:
     first change the attribute, then the bookkeeping, so an interruption between them
     heals at the next use; tensorview also defers Ctrl-C around them (interrupts.py)."""
 
-    def __init__(self, obj: Any, name: str, make: Callable[[Any], Any]) -> None:
-        self._obj, self._name, self._make = obj, name, make
+    def __init__(
+        self, obj: Any, name: str, make: Callable[[Any], Any], state: Callable[[], Any] = lambda: None
+    ) -> None:
+        #: ``make(original)`` makes the wrapper; it is made again when ``state()`` changed
+        self._obj, self._name, self._make, self._state = obj, name, make, state
         self._lock = threading.Lock()
         self._holders: dict[object, int] = {}  # token -> the thread that holds it
         self.installed: Any = None
         self.original: Any = None
+        #: (original, ``state()`` then, the wrapper made for them)
+        self._made: tuple[Any, Any, Any] | None = None
 
     @property
     def _users(self) -> int:
@@ -64,7 +69,14 @@ class SharedPatch:
                         del self._holders[held]
             if not self._holders or self.installed is None:
                 original = unwrap(getattr(self._obj, self._name))
-                wrapper = self._make(original)
+                made, state = self._made, self._state()
+                # the wrapper made last time, for the same original in the same state (making
+                # one costs ~50 us with Dynamo loaded); a stale one wraps another original
+                if made is not None and made[0] is original and made[1] == state:
+                    wrapper = made[2]
+                else:
+                    wrapper = self._make(original)
+                self._made = (original, state, wrapper)
                 self.original = original
                 setattr(self._obj, self._name, wrapper)
                 self.installed = wrapper
