@@ -74,7 +74,11 @@ def _map(
         return obj
     sep = "_" if path else ""
     if t is list or t is tuple:
-        items = [_map(v, fn, with_path, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in enumerate(obj)]
+        if with_path:
+            items = [_map(v, fn, True, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in enumerate(obj)]
+        else:  # (no paths to make, and a tensor mapped here: a list of tensors is the common case)
+            d = depth + 1
+            items = [fn(v) if isinstance(v, _Tensor) else _map(v, fn, False, "", d, objects, walk) for v in obj]
         return obj if all(a is b for a, b in zip(items, obj)) else t(items)
     if t is dict:
         new = {k: _map(v, fn, with_path, f"{path}{sep}{k}", depth + 1, objects, walk) for k, v in obj.items()}
