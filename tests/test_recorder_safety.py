@@ -281,3 +281,33 @@ def test_a_tensor_left_in_several_places_is_one_object() -> None:
     assert type(h) is torch.Tensor and out["stages"][1] is h and m.last is h
     g = rec.graph.graph
     assert [g.nodes[i].source_name for i in g.outputs] == ["last", "stages[0]"]
+
+
+def test_a_forwards_signature_is_kept_without_keeping_its_function_alive() -> None:
+    """Recording reads forward's signature once per function (slow behind decorators), and
+    holds it weakly: a forward made on the fly, with whatever its closure holds, is freed."""
+    import gc
+    import weakref
+
+    from tensorview.recording.signatures import forward_signature
+
+    held = torch.zeros(3)
+
+    def make() -> nn.Module:
+        class OnTheFly(nn.Module):
+            def forward(self, x: torch.Tensor, scale: float = 2.0) -> torch.Tensor:
+                return x * scale + held
+
+        return OnTheFly()
+
+    a, b = make(), make()
+    assert forward_signature(a.forward) is forward_signature(a.forward)
+    assert list(forward_signature(a.forward).parameters) == ["x", "scale"]
+    with Recorder(a) as rec:
+        a(torch.ones(3))
+    assert [rec.ir.nodes[i].name for i in rec.ir.inputs] == ["x"]
+    gone = weakref.ref(type(a).forward)
+    del a, rec
+    gc.collect()
+    assert gone() is None  # the cache kept neither the function nor its class
+    assert forward_signature(b.forward).parameters["scale"].default == 2.0

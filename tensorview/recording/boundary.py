@@ -19,13 +19,13 @@ from . import interrupts
 from .compiled import EAGER_STANCE
 from .convert import Undo
 from .dtensors import PLACEMENT_LAYER, placements
-from .inputs import forward_signature
 from .keep import KeptParameters
 from .modes import close_mode_guards, hidden_modes, mode_stack, set_mode_stack
 from .optable import PLAIN_TYPES
 from .originals import strip_escaped
 from .probes import Probes
 from .redirect import stale_reads
+from .signatures import forward_signature
 from .state import Frame
 from .tensor import RecorderTensor
 from .tree import flat_tensors, map_tensors, output_names, strip_in_place

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import inspect
 import operator
 import re
-import types
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -25,29 +23,9 @@ from ..errors import (
     describe,
     shown,
 )
+from .signatures import forward_signature
 from .tree import map_tensors
 from .values import keep_values
-
-#: ``inspect.signature`` of the forwards recorded, by function (~50 us each for a forward
-#: behind decorators, as transformers' are: once per function, not once per recording)
-_SIGNATURES: dict[Any, inspect.Signature] = {}
-
-
-def forward_signature(forward: Any) -> inspect.Signature:
-    """``inspect.signature(forward)``, kept per function (a bound method's signature is its
-    function's without the first parameter, whatever object it is bound to)."""
-    key = (forward.__func__, True) if isinstance(forward, types.MethodType) else (forward, False)
-    try:
-        sig = _SIGNATURES.get(key)
-    except TypeError:  # an unhashable callable
-        return inspect.signature(forward)
-    if sig is None:
-        sig = inspect.signature(forward)
-        if len(_SIGNATURES) >= 1024:  # bounded: forwards made on the fly
-            _SIGNATURES.clear()
-        _SIGNATURES[key] = sig
-    return sig
-
 
 #: the largest size of one dimension torch can hold
 MAX_DIM = 2**63 - 1
