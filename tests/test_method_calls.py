@@ -219,3 +219,54 @@ def test_meta_replay_gives_the_same_graph() -> None:
             model(x)
         graphs.append(rec.graph.to_dict())
     assert graphs[0] == graphs[1]
+
+
+def test_ops_in_a_decorated_forward_are_placed_without_walking_the_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forward behind a decorator (``functools.wraps``: transformers' attention and layer
+    forwards) is known by the code of the function it wraps: ops in its body need no walk
+    up the Python stack for method calls (``Methods.resync``), and method calls of its
+    submodules are still found."""
+    import functools
+
+    from tensorview.recording import methods
+
+    def decorated(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        return wrapped
+
+    class Sub(nn.Module):
+        def encode(self, x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sub, self.lin = Sub(), nn.Linear(4, 4)
+
+        @decorated
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for _ in range(5):
+                x = shift(x + 1)  # a function called from the body (``rotate_half``)
+            return self.sub.encode(self.lin(x))
+
+    def shift(x: torch.Tensor) -> torch.Tensor:
+        return x - 1
+
+    walks: list[str] = []
+    resync = methods.Methods.resync
+
+    def counted(self: Any, f: Any, callee: Any) -> None:
+        walks.append(f.f_code.co_name)
+        resync(self, f, callee)
+
+    monkeypatch.setattr(methods.Methods, "resync", counted)
+    with Recorder(Net()) as rec:
+        rec.model(torch.zeros(1, 4))
+    assert walks == ["encode"]  # was a walk for the body and one for each call of ``shift``
+    calls = {m.call_name: m for m in rec.ir.modules()}
+    assert set(calls) == {"", "lin", "sub.encode"} and calls["sub.encode"].method == "encode"
+    mul = next(f for f in rec.ir.functions() if f.name.startswith("mul"))
+    assert mul.parent == calls["sub.encode"].id

@@ -19,6 +19,8 @@ when the user's frame changed since the last event (a new function or module cal
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -49,11 +51,16 @@ _FORWARD: dict[type, Any] = {}
 
 
 def _forward_code(module: nn.Module) -> Any:
-    """The code object of ``module``'s class's ``forward`` (None if it has none)."""
+    """The code object of ``module``'s class's ``forward`` (False if it has none): of the
+    function the decorators on it wrap (``functools.wraps``' ``__wrapped__``), whose frame
+    runs the ops of its body (transformers decorates most attention and layer forwards)."""
     cls = type(module)
     code = _FORWARD.get(cls)
     if code is None:
-        code = _FORWARD[cls] = getattr(getattr(cls, "forward", None), "__code__", False)
+        forward = getattr(cls, "forward", None)
+        with contextlib.suppress(ValueError):  # (a cycle of ``__wrapped__``: the function as it is)
+            forward = inspect.unwrap(forward) if forward is not None else None
+        code = _FORWARD[cls] = getattr(forward, "__code__", False)
     return code
 
 
