@@ -108,6 +108,9 @@ def _parameter(t: Any) -> bool:
 
 _PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
 _NO_DISPATCH = torch._C._DisableTorchDispatch
+_NO_FUNCTION = torch._C.DisableTorchFunction
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_Tensor = torch.Tensor
 
 
 def _storage_id(t: torch.Tensor) -> tuple[int, Any]:
@@ -191,7 +194,7 @@ class SavedTensors:
         return _parameter(t) or (base is not t and _parameter(base))
 
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        with torch._C.DisableTorchFunction():  # plain reads, also for tensor subclasses
+        with _NO_FUNCTION():  # plain reads, also for tensor subclasses
             obj: Any
             try:  # _storage_id and storage_nbytes, reading the storage once
                 obj = t.untyped_storage()
@@ -207,17 +210,22 @@ class SavedTensors:
                 sid = self._ids[cdata] = self._next_sid
                 self._next_sid += 1
                 self._alive.append(obj)
-            table = self.param_storages if self._is_param(t, cdata) else self.storages
+            if cdata in self._param_cdata:
+                table = self.param_storages
+            elif type(t) is _Tensor and not t._is_view():  # (``_is_param`` for the common case)
+                table = self.param_storages if getattr(t, "_is_param", False) else self.storages
+            else:
+                table = self.param_storages if self._is_param(t, cdata) else self.storages
             per_key = table.get(self.current)
             if per_key is None:
                 per_key = table[self.current] = {}
             per_key[sid] = nbytes
             # a detached alias (autograd's default): a saved output ``t`` itself would hold its
             # own grad_fn, a cycle through C++ that the garbage collector cannot see.  A plain
-            # tensor is detached below the dispatch modes (the FLOP counter would only see a
-            # zero-FLOP op it ignores); a tensor subclass with its own dispatch (fake tensors)
-            # through them
-            if type(t).__torch_dispatch__ is _PLAIN_DISPATCH:
+            # tensor is detached below the dispatch modes where there are some (the FLOP
+            # counter would only see a zero-FLOP op it ignores); a tensor subclass with its own
+            # dispatch (fake tensors) through them
+            if _dispatch_modes() and type(t).__torch_dispatch__ is _PLAIN_DISPATCH:
                 with _NO_DISPATCH():
                     return t.detach()
             return t.detach()

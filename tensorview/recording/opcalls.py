@@ -108,6 +108,14 @@ class OpRunner:
             func, args, kwargs = call, a, b
         else:
             func, args, kwargs = a, None, None
+        one = probes.op_hooks_of_one
+        if one is not None:  # one probe (the common case): its methods, called directly
+            enter, exit_op = one
+            enter(fn, func, args, kwargs)
+            try:
+                return call(*a, **b) if c is None else call(a, b, c)
+            finally:
+                self._memos = (exit_op(fn, func),)
         probes.enter_op(fn, func, args, kwargs)
         try:
             return call(*a, **b) if c is None else call(a, b, c)
