@@ -174,6 +174,13 @@ class Probes:
             p.enter_call(m, module)
 
     def exit_call(self, m: ModuleNode) -> None:
+        one = self._one
+        if one is not None:
+            one.exit_call(m)
+            opened = self._opens[0]
+            if opened and opened[-1] == m.id:
+                opened.pop()
+            return
         for p, opened in zip(self.probes, self._opens):
             p.exit_call(m)
             if opened and opened[-1] == m.id:
