@@ -17,12 +17,13 @@ __all__ = ["plain_tree"]
 
 _EAGER = (torch.Tensor, nn.Parameter)  # (types that are never lazy: ``is_lazy`` not asked)
 _ZERO = [0] * 6
+_NONE = [0] * 6  # the figures of every module without parameters, buffers or children (never changed)
 
 
 def plain_tree(model: nn.Module) -> dict[int, tuple[str, list[int]]] | None:
     """``{id(module): (its path, figures of its subtree)}`` for every module of ``model``'s
     tree, the figures ``[params, trainable, param bytes, trainable bytes, buffers, buffer
-    bytes]`` (lazy tensors count 0), from one walk without recursion; None when a module,
+    bytes]`` (lazy tensors count 0; read only), from one walk without recursion; None when a module,
     a parameter or a buffer is reached twice (shared, tied, under two names, in a cycle):
     then sums would count it twice."""
     params: set[int] = set()
@@ -34,6 +35,9 @@ def plain_tree(model: nn.Module) -> dict[int, tuple[str, list[int]]] | None:
         path, m, up = stack.pop()
         if id(m) in tree:
             return None
+        if not (m._parameters or m._buffers or m._modules):  # (an activation, a dropout...)
+            tree[id(m)] = (path, _NONE)
+            continue
         n = trainable = nbytes = trainable_bytes = 0
         for p in m._parameters.values():
             if p is None:

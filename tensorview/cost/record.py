@@ -102,6 +102,7 @@ def roll_up(
         per_key = saved.saved_bytes
         saved_bytes = {k: v for k, v in per_key.items() if isinstance(k, int) and k not in module_ids and v}
     uncounted_of = counter.uncounted
+    total_saved: int | None = None
     for m in calls:  # one module call: the keys in [m.id, end) of each table
         start = min(m.id, last)
         end = min(m.end, last) if m.end >= 0 else last
@@ -118,7 +119,12 @@ def roll_up(
         if saved is not None:
             lo, hi = skeys_below[start], skeys_below[end]
             # (one key: its storages are distinct, its sum is the call's)
-            saved_bytes[m.id] = per_key[skeys[lo]] if hi == lo + 1 else saved.bytes_of(skeys[lo:hi]) if lo < hi else 0
+            if hi == lo + 1:
+                saved_bytes[m.id] = per_key[skeys[lo]]
+            elif lo == 0 and hi == len(skeys) == len(per_key):  # every key (the root call): the total
+                total_saved = saved_bytes[m.id] = saved.total if total_saved is None else total_saved
+            else:
+                saved_bytes[m.id] = saved.bytes_of(skeys[lo:hi]) if lo < hi else 0
     return CostRecord(
         flops=flops,
         uncounted=uncounted,
@@ -127,7 +133,7 @@ def roll_up(
         totals=totals,
         total_flops=counter.total,
         total_uncounted=merge_counts(counter.uncounted.values()),
-        total_saved_bytes=saved.total if saved is not None else 0,
+        total_saved_bytes=(saved.total if total_saved is None else total_saved) if saved is not None else 0,
         saved_param_bytes=saved.param_total if saved is not None else 0,
         saved_measured=saved is not None,
     )
