@@ -123,23 +123,25 @@ _Tensor = torch.Tensor
 
 
 def _tensors_of(model: nn.Module) -> list[torch.Tensor]:
-    """The parameters and buffers of ``model``'s tree, each once (as ``parameters()`` and
-    ``buffers()`` give them, in one walk without their generators)."""
-    seen: set[int] = set()
+    """The parameters and buffers of ``model``'s tree, in one walk without the generators of
+    ``parameters()`` and ``buffers()`` (a tensor held under two names is listed twice)."""
     modules: set[int] = set()
     out: list[torch.Tensor] = []
+    append = out.append
     stack = [model]
     while stack:
         m = stack.pop()
         if id(m) in modules:
             continue
         modules.add(id(m))
-        for table in (m._parameters, m._buffers):
-            for t in table.values():
-                if t is not None and id(t) not in seen:
-                    seen.add(id(t))
-                    out.append(t)
-        stack.extend(c for c in m._modules.values() if c is not None)
+        for p in m._parameters.values():
+            if p is not None:
+                append(p)
+        for b in m._buffers.values():
+            if b is not None:
+                append(b)
+        if m._modules:
+            stack.extend(c for c in m._modules.values() if c is not None)
     return out
 
 
