@@ -230,10 +230,10 @@ class SavedTensors:
         return sum(seen.values())
 
     # -- hooks -------------------------------------------------------------------------
-    def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        if not _function_off():  # plain reads, also for tensor subclasses (the recorder runs
-            with _NO_FUNCTION():  # its ops so: then the switch is not needed)
-                return self._pack(t)
+    def _pack(self, t: torch.Tensor, off: bool = False) -> torch.Tensor:
+        if not (off or _function_off()):  # plain reads, also for tensor subclasses (the
+            with _NO_FUNCTION():  # recorder runs its ops so: then the switch is not needed)
+                return self._pack(t, True)
         obj: Any
         try:  # its storage's address (module docstring) and storage_nbytes, reading it once
             obj = t.untyped_storage()
