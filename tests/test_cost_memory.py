@@ -241,3 +241,44 @@ def test_saved_tensors_are_detached_below_the_dispatch_modes() -> None:
     assert saved.total == 4 * (3 * 4 + 4 * 5 + 3 * 5)  # x and w (mm), tanh's output: float32
     y.sum().backward()
     assert torch.allclose(w.grad, x.detach().T @ (1 - y.detach() ** 2))
+
+
+def test_storages_freed_mid_forward_are_not_mistaken_for_later_ones() -> None:
+    """A storage is known by its address: every storage saved stays referenced while the
+    hooks are active, so one freed mid-forward cannot hand its address to a later one."""
+    x = torch.randn(64, requires_grad=True)
+    s = SavedTensors()
+    with s:
+        s.current = "loop"
+        for _ in range(20):
+            y = (x * 2).exp()  # exp saves its result; the last one (and its graph) is freed
+        del y
+    assert s.total == 20 * 64 * 4 and len(s.storages["loop"]) == 20
+
+
+def test_tables_read_while_the_hooks_are_active() -> None:
+    """What was saved so far can be read mid-forward; later saves are added after it."""
+    x = torch.randn(8, 8, requires_grad=True)
+    lin = nn.Linear(8, 8)
+    s = SavedTensors(lin)
+    with s:
+        s.current = "a"
+        y = lin(x).exp()  # x and the weight (a parameter), then exp's result
+        assert s.saved_bytes == {"a": 2 * 256} and s.param_total == 256
+        s.current = "b"
+        y.sin()  # y again, under another key
+        assert s.saved_bytes == {"a": 2 * 256, "b": 256}
+    assert s.total == 2 * 256 and s.bytes_of(["b"]) == 256 and set(s.param_storages) == {"a"}
+
+
+def test_without_knowing_whether_torch_functions_are_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where torch cannot say whether torch functions are all switched off (before 2.2),
+    the hook switches them off itself, once, and measures the same."""
+    from tensorview.cost import memory
+
+    model, x = cm.MLP(), torch.randn(4, 16)
+    expected = saved(model, x)
+    monkeypatch.setattr(memory, "_function_off", lambda: False)
+    got = saved(model, x)
+    assert (got.total, got.param_total, got.saved_bytes) == (expected.total, expected.param_total, expected.saved_bytes)
+    assert got.total > 0

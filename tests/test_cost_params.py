@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 from tensorview.cost.memory import SavedTensors
-from tensorview.cost.params import module_params, param_totals
+from tensorview.cost.params import module_params, module_params_and_totals, param_totals
+from tensorview.cost.paramtree import plain_tree
 from tensorview.cost.training import training_memory
 
 from .fixtures import cost_models as cm
@@ -172,3 +173,61 @@ def test_a_module_shared_between_branches_counts_once_in_each_call() -> None:
                 sum(p.numel() for p in params),
                 sum(b.numel() for b in buffers),
             )
+
+
+def _mixed() -> nn.Module:
+    """Frozen and trainable parameters, buffers, two dtypes, a lazy module, a module
+    without parameters, nesting."""
+    model = nn.Sequential(
+        nn.Linear(4, 6),
+        nn.Sequential(nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 6, bias=False).to(torch.float64)),
+        nn.LazyLinear(3),
+    )
+    model[0].bias.requires_grad_(False)
+    return model
+
+
+@pytest.mark.parametrize(
+    ("build", "plain"),
+    [(_mixed, True), (cm.CNN, True), (cm.TwiceUsed, True), (cm.TwoNames, False), (lambda: cm.tied_gpt2("meta"), False)],
+    ids=["mixed", "cnn", "twice_used", "two_names", "tied_gpt2"],
+)
+def test_plain_trees_count_as_the_general_way(build: Any, plain: bool) -> None:
+    """A tree where no module, parameter or buffer is reached twice is counted by sums over
+    one walk (``plain_tree``); every row and total is what the general count gives."""
+    from tensorview.cost import params as P
+
+    model = build()
+    calls = list(model.named_modules(remove_duplicate=False))
+    calls += calls[1:2]  # a module called again: a repeat
+    tree = plain_tree(model)
+    assert (tree is not None) == plain
+    rows, totals = P.module_params_and_totals(model, calls)
+    assert (rows, totals) == P._general(model, calls)
+    assert [r.repeat for r in rows] == [any(m is n for _, n in calls[:i]) for i, (_, m) in enumerate(calls)]
+    assert rows[-1].repeat and totals == param_totals(model)
+    if build is _mixed:
+        assert tree is not None
+        assert tree[id(model)][1] == [
+            24 + 6 + 12 + 36,  # the lazy Linear counts 0
+            24 + 12 + 36,
+            4 * (24 + 6 + 12) + 8 * 36,
+            4 * (24 + 12) + 8 * 36,
+            6 + 6 + 1,
+            4 * 12 + 8,
+        ]
+
+
+def test_a_call_under_another_path_is_counted_the_general_way() -> None:
+    """A module called under a path other than its own in the tree (or from outside the
+    model): its parameters are held by a module outside the call, as the general count says."""
+    model = cm.MLP()
+    outside = nn.Linear(2, 2)
+    calls = [("", model), ("fc1", model.fc1), ("other", model.fc2), ("extra", outside)]
+    rows, _ = module_params_and_totals(model, calls)
+    assert [(r.path, r.params, r.shared_with, r.shared_params) for r in rows] == [
+        ("", 808, (), 0),
+        ("fc1", 544, (), 0),
+        ("other", 264, ("fc2",), 264),
+        ("extra", 6, (), 0),
+    ]

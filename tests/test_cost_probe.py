@@ -241,3 +241,66 @@ def test_aten_replay_templates_outlive_one_recording() -> None:
     assert replayed_second > replayed_first
     clear_templates()
     assert record()[1] == replayed_first
+
+
+def _by_brute_force(calls: list[Any], counter: Any, saved: Any) -> dict[int, tuple[int, dict[str, int], int]]:
+    """Each call's FLOPs, uncounted op calls and saved bytes: a scan of every key."""
+    out = {}
+    for m in calls:
+        last = max(k for k in [*counter.flops, *counter.uncounted, *saved.storages, 0] if isinstance(k, int))
+        inside = [k for k in range(m.id, (m.end if m.end >= 0 else last + 1))]
+        flops = sum(counter.flops.get(k, 0) for k in inside)
+        uncounted: dict[str, int] = {}
+        storages: dict[int, int] = {}
+        for k in inside:
+            for name, n in counter.uncounted.get(k, {}).items():
+                uncounted[name] = uncounted.get(name, 0) + n
+            storages.update(saved.storages.get(k, {}))
+        out[m.id] = (flops, dict(sorted(uncounted.items(), key=lambda kv: (-kv[1], kv[0]))), sum(storages.values()))
+    return out
+
+
+def test_roll_ups_are_sums_over_each_calls_keys() -> None:
+    """Every module call's FLOPs, uncounted calls and saved bytes are those of the keys in
+    its id range (a failed call: up to where it stopped), however many keys it holds and
+    wherever it lies: calls holding one key, many, none, after the last key."""
+    from tensorview.cost.params import module_params_and_totals
+    from tensorview.cost.record import roll_up
+
+    class Last(nn.Identity):
+        def __init__(self, fail: bool) -> None:
+            super().__init__()
+            self.fail = fail
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if self.fail:
+                raise ValueError("boom")
+            return x
+
+    class Tail(nn.Module):  # a block, then calls holding no key after the last op
+        def __init__(self, fail: bool) -> None:
+            super().__init__()
+            self.block, self.norm, self.id1, self.id2 = cm.SDPAttention(), nn.LayerNorm(32), nn.Identity(), Last(fail)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.id2(self.id1(self.norm(self.block(x).relu())))
+
+    class Kept(CostProbe):  # keeps what its roll-up reads
+        def stop(self) -> None:
+            self.kept = (list(self._calls), list(self._modules), self._counter, self._saved)
+            super().stop()
+
+    for fail in (False, True):
+        model, probe = Tail(fail), Kept()
+        with pytest.raises(ValueError) if fail else torch.enable_grad():
+            with tv.Recorder(model, probes=[probe]):
+                model(torch.randn(2, 6, 32))
+        calls, modules, counter, saved = probe.kept
+        assert [m.path for m in calls if m.failed] == (["", "id2"] if fail else []) and len(calls) == 8
+        rows, totals = module_params_and_totals(model, [(m.path, mod) for m, mod in zip(calls, modules)])
+        r = roll_up(calls, counter, saved, {m.id: row for m, row in zip(calls, rows)}, totals)
+        expected = _by_brute_force(calls, counter, saved)
+        got = {m.id: (r.flops[m.id], dict(r.uncounted.get(m.id, {})), r.saved_bytes[m.id]) for m in calls}
+        assert got == expected
+        assert expected[calls[0].id][0] == r.total_flops > 0 and expected[calls[0].id][2] == r.total_saved_bytes > 0
+        assert [list(v[1].items()) for v in got.values()] == [list(v[1].items()) for v in expected.values()]

@@ -181,3 +181,25 @@ def test_a_substitute_also_replaces_the_calls_an_op_makes_by_global_name() -> No
     assert ops.count("multi_head_attention_forward") == 2 and "scaled_dot_product_attention" not in ops
     assert F.scaled_dot_product_attention is sdpa and F.multi_head_attention_forward is mha
     assert calls == [1, 1]  # the plain forward ran the function itself
+
+
+def test_two_probes_see_what_each_sees_alone() -> None:
+    """With several probes each is called as it is alone (one probe is called directly,
+    several in turn): the same calls, values, replayed memos and open calls."""
+    from tensorview.cost.probe import CostProbe
+
+    for device in ("cpu", "meta"):
+        with torch.device(device):
+            model, x = Stack(3), torch.randn(2, 8)
+        _, alone = record(model, x)
+        cost_alone = CostProbe()
+        with torch.no_grad(), tv.Recorder(model, probes=[cost_alone]):
+            model(x)
+        a, b, cost = OpShapes(), OpShapes(), CostProbe()
+        with torch.no_grad(), tv.Recorder(model, probes=[a, cost, b]) as rec:
+            model(x)
+        assert a.events == b.events == alone.events and len(a.events) == 2 + 2 * 9
+        assert a.values == b.values == alone.values and (a.ran, a.replayed) == (alone.ran, alone.replayed)
+        assert (a.replayed > 0) == (device == "meta") and a.open == b.open == []
+        assert cost.record == cost_alone.record and cost.record is not None and cost.record.total_flops > 0
+        assert set(rec.graph.graph.annotations.names()) >= {"seen", "flops"}

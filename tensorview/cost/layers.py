@@ -62,22 +62,37 @@ def check_stats(stats: Any, *, runs: bool = True) -> tuple[str, ...]:
 
 
 def stat_layers(record: CostRecord, stats: Iterable[str]) -> dict[str, dict[int, Any]]:
-    """The layers ``stats`` (probe-measured ones) of one recording's costs."""
+    """The layers ``stats`` (probe-measured ones) of one recording's costs (one value object
+    per distinct number: they are immutable, and a model repeats its numbers)."""
     out: dict[str, dict[int, Any]] = {}
+    counts, flops, nbytes = _Values(Count), _Values(Flops), _Values(Bytes)
+    params = record.params
     for name in stats:
         if name == "params":
-            out[name] = {i: Count(p.params) for i, p in record.params.items()}
+            out[name] = {i: counts[p.params] for i, p in params.items()}
         elif name == "trainable_params":
-            out[name] = {i: Count(p.trainable) for i, p in record.params.items()}
+            out[name] = {i: counts[p.trainable] for i, p in params.items()}
         elif name == "shared_with":
-            out[name] = {i: list(p.shared_with) for i, p in record.params.items() if p.shared_with}
+            out[name] = {i: list(p.shared_with) for i, p in params.items() if p.shared_with}
         elif name == "flops":
-            out[name] = {i: Flops(v) for i, v in record.flops.items() if v or i in record.params}
+            out[name] = {i: flops[v] for i, v in record.flops.items() if v or i in params}
         elif name == "uncounted":
             out[name] = {i: dict(v) for i, v in record.uncounted.items()}
         elif name == "saved_bytes" and record.saved_measured:
-            out[name] = {i: Bytes(v) for i, v in record.saved_bytes.items() if v or i in record.params}
+            out[name] = {i: nbytes[v] for i, v in record.saved_bytes.items() if v or i in params}
     return out
+
+
+class _Values(dict[int, Any]):
+    """number -> its value object of type ``cls``, made on first use."""
+
+    def __init__(self, cls: type[int]) -> None:
+        super().__init__()
+        self.cls = cls
+
+    def __missing__(self, n: int) -> Any:
+        value = self[n] = self.cls(n)
+        return value
 
 
 def _nbytes(t: TensorNode) -> int:

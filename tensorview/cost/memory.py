@@ -35,9 +35,10 @@ function itself (see ``tensorview/cost/__init__.py``).
 Meta replay needs nothing: the recorder never replays an op whose argument requires grad
 in grad mode, and an op none of whose arguments requires grad saves nothing.
 
-While the hooks are active each distinct storage is referenced (so that no storage freed
-mid-forward can hand its address to another and be mistaken for it); :meth:`__exit__`
-drops the references and keeps integer ids and sizes only.
+A storage is identified by the address of its ``StorageImpl`` (``_cdata``).  While the
+hooks are active every storage saved is referenced (so that no storage freed mid-forward
+can hand its address to another and be mistaken for it); :meth:`__exit__` drops the
+references and keeps integer ids and sizes only.
 """
 
 from __future__ import annotations
@@ -98,26 +99,50 @@ def storage_nbytes(t: torch.Tensor) -> int:
         return 0
 
 
+#: tensor type -> whether it is a Parameter type (learnt on use)
+_PARAMETER_TYPE: dict[type, bool] = {}
+
+
 def _parameter(t: Any) -> bool:
-    """``isinstance(t, nn.Parameter)``, without the metaclass's Python check for a plain
-    tensor (what most saved tensors are): for one, that check reads ``_is_param``."""
-    if type(t) is torch.Tensor:
-        return bool(getattr(t, "_is_param", False))
-    return isinstance(t, nn.Parameter)
+    """``isinstance(t, nn.Parameter)`` for a tensor, without the metaclass's Python check
+    (a Parameter type, or a tensor marked ``_is_param``: what that check reads)."""
+    tp = type(t)
+    known = _PARAMETER_TYPE.get(tp)
+    if known is None:
+        known = _PARAMETER_TYPE[tp] = issubclass(tp, nn.Parameter)
+    return known or bool(getattr(t, "_is_param", False))
 
 
 _PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
 _NO_DISPATCH = torch._C._DisableTorchDispatch
+_NO_FUNCTION = torch._C.DisableTorchFunction
+#: whether torch functions are all switched off (torch >= 2.2; before, never known)
+_function_off = getattr(torch._C, "_is_torch_function_all_disabled", lambda: False)
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_Tensor = torch.Tensor
 
 
-def _storage_id(t: torch.Tensor) -> tuple[int, Any]:
-    """(address of the StorageImpl, the storage object keeping it alive), or an id of the
-    tensor itself when it has no storage we can read."""
-    try:
-        st = t.untyped_storage()
-        return st._cdata, st
-    except (RuntimeError, NotImplementedError, TypeError):
-        return -id(t), t
+def _tensors_of(model: nn.Module) -> list[torch.Tensor]:
+    """The parameters and buffers of ``model``'s tree, in one walk without the generators of
+    ``parameters()`` and ``buffers()`` (a tensor held under two names is listed twice)."""
+    modules: set[int] = set()
+    out: list[torch.Tensor] = []
+    append = out.append
+    stack = [model]
+    while stack:
+        m = stack.pop()
+        if id(m) in modules:
+            continue
+        modules.add(id(m))
+        for p in m._parameters.values():
+            if p is not None:
+                append(p)
+        for b in m._buffers.values():
+            if b is not None:
+                append(b)
+        if m._modules:
+            stack.extend(c for c in m._modules.values() if c is not None)
+    return out
 
 
 class SavedTensors:
@@ -134,28 +159,49 @@ class SavedTensors:
     """
 
     def __init__(self, params: nn.Module | Iterable[torch.Tensor] | None = None) -> None:
-        if isinstance(params, nn.Module):
-            tensors: list[torch.Tensor] = [
-                *params.parameters(),
-                *params.buffers(),
-            ]
-        else:
-            tensors = list(params or ())
+        tensors = _tensors_of(params) if isinstance(params, nn.Module) else list(params or ())
         self._param_cdata: set[int] = set()
         for t in tensors:
-            cd, _ = _storage_id(t)
+            try:  # (the address of its storage, module docstring)
+                cd = t.untyped_storage()._cdata
+            except (RuntimeError, NotImplementedError, TypeError):
+                cd = -id(t)
             self._param_cdata.add(cd)
         self._params = tensors  # keeps their storages (and so the addresses) alive
         #: the key saved tensors are filed under now
         self.current: Key = None
-        #: key -> {storage id: bytes}, activation storages saved under that key
-        self.storages: dict[Key, dict[int, int]] = {}
-        #: key -> {storage id: bytes}, parameter/buffer storages saved under that key
-        self.param_storages: dict[Key, dict[int, int]] = {}
-        self._ids: dict[int, int] = {}  # StorageImpl address -> storage id, while active
-        self._next_sid = 0
-        self._alive: list[Any] = []
+        self._storages: dict[Key, dict[int, int]] = {}
+        self._param_storages: dict[Key, dict[int, int]] = {}
+        # (key, storage id, bytes, a parameter's) per tensor saved, filed in the tables on
+        # the first read (one loop, not a filing per tensor while the forward runs)
+        self._pending: list[tuple[Key, int, int, bool]] = []
+        self._alive: list[Any] = []  # every storage saved, while active
         self._hooks: Any = None
+
+    @property
+    def storages(self) -> dict[Key, dict[int, int]]:
+        """``{key: {storage id (its address, module docstring): bytes}}``: the activation
+        storages saved under each key."""
+        if self._pending:
+            self._file()
+        return self._storages
+
+    @property
+    def param_storages(self) -> dict[Key, dict[int, int]]:
+        """``{key: {storage id: bytes}}``: the parameter and buffer storages saved under each key."""
+        if self._pending:
+            self._file()
+        return self._param_storages
+
+    def _file(self) -> None:
+        pending, self._pending = self._pending, []
+        activations, params = self._storages, self._param_storages
+        for key, cdata, nbytes, param in pending:
+            table = params if param else activations
+            per_key = table.get(key)
+            if per_key is None:
+                per_key = table[key] = {}
+            per_key[cdata] = nbytes
 
     # -- results ---------------------------------------------------------------------
     @property
@@ -184,43 +230,39 @@ class SavedTensors:
         return sum(seen.values())
 
     # -- hooks -------------------------------------------------------------------------
-    def _is_param(self, t: torch.Tensor, cdata: int) -> bool:
-        if cdata in self._param_cdata:
-            return True
-        base = t._base if t._is_view() else t
-        return _parameter(t) or (base is not t and _parameter(base))
-
-    def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        with torch._C.DisableTorchFunction():  # plain reads, also for tensor subclasses
-            obj: Any
-            try:  # _storage_id and storage_nbytes, reading the storage once
-                obj = t.untyped_storage()
-                cdata = obj._cdata
-            except (RuntimeError, NotImplementedError, TypeError):
-                cdata, obj = -id(t), t
-            try:
-                nbytes = int(obj.nbytes()) if obj is not t else storage_nbytes(t)
-            except (RuntimeError, NotImplementedError, TypeError):
-                nbytes = storage_nbytes(t)
-            sid = self._ids.get(cdata)
-            if sid is None:
-                sid = self._ids[cdata] = self._next_sid
-                self._next_sid += 1
-                self._alive.append(obj)
-            table = self.param_storages if self._is_param(t, cdata) else self.storages
-            per_key = table.get(self.current)
-            if per_key is None:
-                per_key = table[self.current] = {}
-            per_key[sid] = nbytes
-            # a detached alias (autograd's default): a saved output ``t`` itself would hold its
-            # own grad_fn, a cycle through C++ that the garbage collector cannot see.  A plain
-            # tensor is detached below the dispatch modes (the FLOP counter would only see a
-            # zero-FLOP op it ignores); a tensor subclass with its own dispatch (fake tensors)
-            # through them
-            if type(t).__torch_dispatch__ is _PLAIN_DISPATCH:
-                with _NO_DISPATCH():
-                    return t.detach()
-            return t.detach()
+    def _pack(self, t: torch.Tensor, off: bool = False) -> torch.Tensor:
+        if not (off or _function_off()):  # plain reads, also for tensor subclasses (the
+            with _NO_FUNCTION():  # recorder runs its ops so: then the switch is not needed)
+                return self._pack(t, True)
+        obj: Any
+        try:  # its storage's address (module docstring) and storage_nbytes, reading it once
+            obj = t.untyped_storage()
+            cdata = obj._cdata
+        except (RuntimeError, NotImplementedError, TypeError):
+            cdata, obj = -id(t), t
+        try:
+            nbytes = int(obj.nbytes()) if obj is not t else storage_nbytes(t)
+        except (RuntimeError, NotImplementedError, TypeError):
+            nbytes = storage_nbytes(t)
+        self._alive.append(obj)  # (its address stays its own while the hooks are active)
+        # a parameter's or buffer's storage, a parameter, a view of one (``_parameter`` written out)
+        param = cdata in self._param_cdata
+        if not param:
+            tp = type(t)
+            known = _PARAMETER_TYPE.get(tp)
+            if known is None:
+                known = _PARAMETER_TYPE[tp] = issubclass(tp, nn.Parameter)
+            param = known or bool(getattr(t, "_is_param", False)) or (t._is_view() and _parameter(t._base))
+        self._pending.append((self.current, cdata, nbytes, param))
+        # a detached alias (autograd's default): a saved output ``t`` itself would hold its
+        # own grad_fn, a cycle through C++ that the garbage collector cannot see.  A plain
+        # tensor is detached below the dispatch modes where there are some (the FLOP
+        # counter would only see a zero-FLOP op it ignores); a tensor subclass with its own
+        # dispatch (fake tensors) through them
+        if _dispatch_modes() and type(t).__torch_dispatch__ is _PLAIN_DISPATCH:
+            with _NO_DISPATCH():
+                return t.detach()
+        return t.detach()
 
     @staticmethod
     def _unpack(t: torch.Tensor) -> torch.Tensor:
@@ -236,4 +278,3 @@ class SavedTensors:
         if hooks is not None:
             hooks.__exit__(*exc)
         self._alive.clear()
-        self._ids.clear()

@@ -50,72 +50,15 @@ from .memory import ON_META, SavedTensors
 from .params import module_params_and_totals
 from .record import CostRecord, roll_up
 from .replay import ReplayingOpFlops
+from .signature import op_signature
 
 __all__ = ["CostProbe", "op_signature"]
 
-_Tensor = torch.Tensor
-_ATOMS = frozenset({int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout, torch.memory_format})
-_functorch_active = torch._C._are_functorch_transforms_active
 _stack_len = torch._C._len_torch_dispatch_stack
 _stack_at = torch._C._get_dispatch_stack_at
 _pop_mode = torch._C._pop_torch_dispatch_stack
 _push_mode = torch._C._push_on_torch_dispatch_stack
-_grad_enabled, _inference_mode, _autocast = (
-    torch.is_grad_enabled,
-    torch.is_inference_mode_enabled,
-    torch.is_autocast_enabled,
-)
-#: type -> whether it is a tensor type (learnt on use: the recorder's subclass, Parameter...)
-_TENSOR_TYPE: dict[type, bool] = {}
-
-
-def _describe(a: Any, parts: list[Any], depth: int) -> bool:
-    """Append what describes ``a`` to ``parts`` (flat: a tensor is its shape, strides,
-    dtype, device, layout and grad flag, a plain value its type and value, a sequence its
-    type and length then its items); False when ``a`` cannot be described."""
-    if isinstance(a, _Tensor):
-        if a.is_meta:  # (on meta the counter replays aten ops: running them costs more)
-            return False
-        parts += (a.shape, a.stride(), a.dtype, a.device, a.layout, a.requires_grad)
-        return True
-    ta = type(a)
-    if ta in _ATOMS:
-        parts.append((ta, a))
-        return True
-    if ta is slice:
-        parts.append(slice)
-        return _describe(a.start, parts, depth) and _describe(a.stop, parts, depth) and _describe(a.step, parts, depth)
-    if (ta is tuple or ta is list or ta is torch.Size) and depth < 4:
-        parts.append((ta, len(a)))
-        return all(_describe(x, parts, depth + 1) for x in a)
-    return False
-
-
-def op_signature(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
-    """What decides the aten ops a torch function runs and their FLOP formulas' inputs:
-    the function, the metadata of its tensors (shape, strides, dtype, device, layout,
-    whether they need grad), its plain values, grad, inference and autocast modes; None
-    where something else may (other objects, meta tensors, functorch transforms)."""
-    if _functorch_active():
-        return None
-    parts: list[Any] = [func, _grad_enabled(), _inference_mode(), _autocast()]
-    for a in args:
-        ta = type(a)
-        is_tensor = _TENSOR_TYPE.get(ta)
-        if is_tensor is None:
-            is_tensor = _TENSOR_TYPE[ta] = issubclass(ta, _Tensor)
-        if is_tensor:  # (the common case, written out)
-            if a.is_meta:
-                return None
-            parts += (a.shape, a.stride(), a.dtype, a.device, a.layout, a.requires_grad)
-        elif not _describe(a, parts, 0):
-            return None
-    if kwargs:
-        for k, v in kwargs.items():
-            parts.append(k)
-            if not _describe(v, parts, 0):
-                return None
-    return tuple(parts)
+_NOTHING_RAN = (None, None)  # (signature, cost) of an op whose hooks were not paired
 
 
 @contextlib.contextmanager
@@ -164,8 +107,9 @@ class CostProbe(Probe):
         self._calls: list[ModuleNode] = []
         self._modules: list[nn.Module] = []
         self._entered = False
-        # op signature -> (FLOPs or None where no formula ran, uncounted calls) when it first ran
-        self._costs: dict[Any, tuple[int | None, Mapping[str, int]]] = {}
+        # op signature -> (FLOPs or None where no formula ran, uncounted calls, the memo of
+        # its calls) when it first ran
+        self._costs: dict[Any, tuple[int | None, Mapping[str, int], Any]] = {}
         self._ops: list[tuple[Any, Any]] = []  # per op running: (signature, its cost on a hit)
         self._popped = False  # the counter is off the dispatch stack for an op seen before
 
@@ -208,47 +152,51 @@ class CostProbe(Probe):
             saved.current = m.id
 
     def exit_call(self, m: ModuleNode) -> None:
-        self._set(self._stack.pop() if self._stack else None)
-
-    def enter_op(self, fn: FunctionNode, func: Any) -> None:
-        counter, saved = self._counter, self._saved
-        self._stack.append(counter.current)
-        counter.current = fn.id
+        stack = self._stack
+        key = stack.pop() if stack else None
+        self._counter.current = key
+        saved = self._saved
         if saved is not None:
-            saved.current = fn.id
+            saved.current = key
 
     def enter_op_args(self, fn: FunctionNode, func: Any, args: tuple[Any, ...] | None, kwargs: Any) -> None:
         """An op seen before with the same signature (:func:`op_signature`) runs with the
         FLOP counter off the dispatch stack (where it alone is on it): its cost is the one
         measured the first time.  Autograd's saved-tensor hooks still see it."""
-        counter, saved = self._counter, self._saved  # (enter_op written out)
+        counter = self._counter
         self._stack.append(counter.current)
-        counter.current = fn.id
+        fid = fn.id
+        counter.current = fid
+        saved = self._saved
         if saved is not None:
-            saved.current = fn.id
+            saved.current = fid
         sig = None if args is None else op_signature(func, args, kwargs)
-        cost = None if sig is None else self._costs.get(sig)
-        if cost is not None and not self._popped and _stack_len() == 1 and _stack_at(0) is counter:
-            _pop_mode(None)
-            self._popped = True
-            self._ops.append((sig, cost))
-        else:
-            self._ops.append((sig, None))
+        if sig is not None:
+            cost = self._costs.get(sig)
+            if cost is not None and not self._popped and _stack_len() == 1 and _stack_at(0) is counter:
+                _pop_mode(None)
+                self._popped = True
+                self._ops.append((sig, cost))
+                return
+        self._ops.append((sig, None))
 
     def exit_op(self, fn: FunctionNode, func: Any) -> Any:
-        stack, counter, saved = self._stack, self._counter, self._saved
+        stack, counter = self._stack, self._counter
         key = stack.pop() if stack else None
         counter.current = key
+        saved = self._saved
         if saved is not None:
             saved.current = key
-        sig, cost = self._ops.pop() if self._ops else (None, None)
+        ops = self._ops
+        sig, cost = ops.pop() if ops else _NOTHING_RAN
         fid = fn.id
         if cost is not None:
             _push_mode(counter)
             self._popped = False
-            flops, uncounted = cost
+            flops, uncounted, memo = cost
             if flops is not None:
-                counter.flops[fid] = counter.flops.get(fid, 0) + flops
+                counted = counter.flops
+                counted[fid] = counted.get(fid, 0) + flops
             if uncounted:
                 u = counter.uncounted.get(fid)
                 if u is None:
@@ -256,10 +204,11 @@ class CostProbe(Probe):
                 else:
                     for name, n in uncounted.items():
                         u[name] = u.get(name, 0) + n
-            return (flops or 0, uncounted)
+            return memo
         memo = counter.cost_of(fid)
         if sig is not None:
-            self._costs[sig] = (counter.flops.get(fid), memo[1])
+            flops = counter.flops.get(fid)
+            self._costs[sig] = (flops, memo[1], (flops or 0, memo[1]))
         return memo
 
     def replay_op(self, fn: FunctionNode, func: Any, memo: Any) -> None:

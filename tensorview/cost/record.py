@@ -10,9 +10,9 @@ storage once.  A failed call (``end == -1``) contains everything recorded after 
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 from collections.abc import Iterable, Mapping
+from itertools import accumulate
 from typing import Any
 
 from ..graph import ModuleNode
@@ -63,6 +63,14 @@ def _ids(keys: Iterable[Any]) -> list[int]:
     return sorted(k for k in keys if isinstance(k, int))
 
 
+def _ranks(keys: list[int], last: int) -> list[int]:
+    """How many of the sorted ``keys`` (ids up to ``last - 1``) are below x, for x up to ``last``."""
+    marks = [0] * (last + 1)
+    for k in keys:
+        marks[k + 1] = 1
+    return list(accumulate(marks))
+
+
 def roll_up(
     calls: list[ModuleNode],
     counter: OpFlops,
@@ -78,28 +86,45 @@ def roll_up(
         k: dict(v) for k, v in counter.uncounted.items() if isinstance(k, int) and k not in module_ids and v
     }
     fkeys = _ids(counter.flops)
-    prefix = [0]
-    for k in fkeys:
-        prefix.append(prefix[-1] + counter.flops[k])
     ukeys = _ids(counter.uncounted)
     skeys = _ids(saved.storages) if saved is not None else []
-    last = max([-1, *fkeys[-1:], *ukeys[-1:], *skeys[-1:]])
+    last = max([-1, *fkeys[-1:], *ukeys[-1:], *skeys[-1:]]) + 1  # (past every key)
+    # by node id x: FLOPs under the keys below x, how many keys below x (one list lookup per
+    # call and table, where a search of the sorted keys is a C call each)
+    below = [0] * (last + 1)
+    for k in fkeys:
+        below[k + 1] = counter.flops[k]
+    flops_below = list(accumulate(below))
+    ukeys_below, skeys_below = _ranks(ukeys, last), _ranks(skeys, last)
     saved_bytes: dict[int, int] = {}
+    per_key: dict[Any, int] = {}
     if saved is not None:
-        saved_bytes = {k: v for k, v in saved.saved_bytes.items() if isinstance(k, int) and k not in module_ids and v}
-    left = bisect.bisect_left
+        per_key = saved.saved_bytes
+        saved_bytes = {k: v for k, v in per_key.items() if isinstance(k, int) and k not in module_ids and v}
     uncounted_of = counter.uncounted
+    total_saved: int | None = None
     for m in calls:  # one module call: the keys in [m.id, end) of each table
-        start, end = m.id, (m.end if m.end >= 0 else last + 1)
-        flops[start] = prefix[left(fkeys, end)] - prefix[left(fkeys, start)]
-        lo, hi = left(ukeys, start), left(ukeys, end)
+        start = min(m.id, last)
+        end = min(m.end, last) if m.end >= 0 else last
+        flops[m.id] = flops_below[end] - flops_below[start]
+        lo, hi = ukeys_below[start], ukeys_below[end]
         if lo < hi:
-            merged = merge_counts(uncounted_of[k] for k in ukeys[lo:hi])
+            one = uncounted_of[ukeys[lo]] if hi == lo + 1 else None
+            # (one key with one name, as most calls of a leaf module: nothing to merge or sort)
+            merged = (
+                dict(one) if one is not None and len(one) == 1 else merge_counts(uncounted_of[k] for k in ukeys[lo:hi])
+            )
             if merged:
-                uncounted[start] = merged
+                uncounted[m.id] = merged
         if saved is not None:
-            lo, hi = left(skeys, start), left(skeys, end)
-            saved_bytes[start] = saved.bytes_of(skeys[lo:hi]) if lo < hi else 0
+            lo, hi = skeys_below[start], skeys_below[end]
+            # (one key: its storages are distinct, its sum is the call's)
+            if hi == lo + 1:
+                saved_bytes[m.id] = per_key[skeys[lo]]
+            elif lo == 0 and hi == len(skeys) == len(per_key):  # every key (the root call): the total
+                total_saved = saved_bytes[m.id] = saved.total if total_saved is None else total_saved
+            else:
+                saved_bytes[m.id] = saved.bytes_of(skeys[lo:hi]) if lo < hi else 0
     return CostRecord(
         flops=flops,
         uncounted=uncounted,
@@ -108,7 +133,7 @@ def roll_up(
         totals=totals,
         total_flops=counter.total,
         total_uncounted=merge_counts(counter.uncounted.values()),
-        total_saved_bytes=saved.total if saved is not None else 0,
+        total_saved_bytes=(saved.total if total_saved is None else total_saved) if saved is not None else 0,
         saved_param_bytes=saved.param_total if saved is not None else 0,
         saved_measured=saved is not None,
     )

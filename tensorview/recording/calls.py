@@ -1,7 +1,6 @@
-"""Module scope: every ``nn.Module`` call inside the root call becomes a ModuleNode with
-its qualified path, entered by edges from its tensor arguments and left by edges to its
-results (a result passed through unchanged gets an alias node, so the graph stays
-acyclic)."""
+"""Module scope: every ``nn.Module`` call inside the root call becomes a ModuleNode with its
+qualified path, entered by edges from its tensor arguments and left by edges to its results
+(a result passed through unchanged gets an alias node, so the graph stays acyclic)."""
 
 from __future__ import annotations
 
@@ -138,7 +137,7 @@ class Calls:
     def leave_sub(self, frame: Frame, out: Any) -> Any:
         """The call of ``frame`` returned ``out``: ``out`` as its caller gets it."""
         stack, m = self.stack, frame.node
-        if type(out) is _RT and self.probes is None and not frame.objects and stack and stack[-1] is frame:
+        if type(out) is _RT and not frame.objects and stack and stack[-1] is frame:
             with _Disable():  # the common case: one tensor of ours, made inside the call (``leave``)
                 node = out._tv_node
                 try:  # (an inference tensor has no ``_version``: the general way)
@@ -148,6 +147,8 @@ class Calls:
                 fresh = fresh and not (self._leaky or self._unwrapped)
                 if fresh and node.id > m.id and node.role not in SOURCE_ROLES:
                     stack.pop()
+                    if self.probes is not None:  # (as ``_pop_sub``)
+                        self.probes.exit_call(m)
                     self.builder.end_call_with(m, node.id)
                     return out
         self._pop_sub(frame, failed=False)
@@ -169,11 +170,10 @@ class Calls:
     def enter_args(
         self, m: ModuleNode, args: tuple[Any, ...], kwargs: dict[str, Any], frame: Frame, caller: Frame | None = None
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """Edges from every tensor argument into the module call (made from ``caller``, by
-        default the running one); tensors not recorded yet
-        (parameters, buffers, constants) become source nodes and enter as RecorderTensors.
-        Objects among the arguments are not walked: a tensor they hold enters the call when
-        something inside reads it (``read_late``)."""
+        """Edges from every tensor argument into the module call (made from ``caller``, by default
+        the running one); tensors not recorded yet (parameters, buffers, constants) become source
+        nodes and enter as RecorderTensors.  Objects among the arguments are not walked: a tensor
+        they hold enters the call when something inside reads it (``read_late``)."""
         if caller is None:
             caller = self.stack[-1]
         if not kwargs:  # the common case: tensors only (RecorderTensors of this recording)

@@ -22,6 +22,7 @@ something other than an argument, and results other than tensors and plain value
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -56,43 +57,59 @@ def key_of(
     need grad are plain arguments (autograd made its node above)."""
     grad = torch.is_grad_enabled() and not below_autograd
     parts: list[Any] = [func, grad, torch.is_autocast_enabled()]
+    tensor = _meta_tensor_in_grad if grad else _meta_tensor
     for a in args:
-        if not _describe(a, parts, 0, grad):
+        if not (tensor(a, parts) if isinstance(a, _Tensor) else describe(a, parts, 0, tensor)):
             return None
     for k, v in kwargs.items():
         parts.append(k)
-        if not _describe(v, parts, 0, grad):
+        if not describe(v, parts, 0, tensor):
             return None
     return tuple(parts)
+
+
+def describe(a: Any, parts: list[Any], depth: int, tensor: Callable[[Any, list[Any]], bool]) -> bool:
+    """Append what describes argument ``a`` to ``parts``, flat: a tensor as ``tensor(a,
+    parts)`` does, a plain value its type and value, a slice its parts, a list or tuple (up
+    to four deep) its type and length then its items; False when ``a`` cannot be described
+    (another object, a tensor ``tensor`` refuses).  Meta replay's keys (``key_of``) and
+    the cost probe's op signatures (cost/signature.py) are made by it."""
+    if isinstance(a, _Tensor):
+        return tensor(a, parts)
+    ta = type(a)
+    if ta in _ATOMS:
+        parts.append((ta, a))
+        return True
+    if ta is slice:
+        parts.append(slice)
+        return all(describe(x, parts, depth + 1, tensor) for x in (a.start, a.stop, a.step))
+    if (ta is tuple or ta is list or ta is torch.Size) and depth < 4:
+        parts.append((ta, len(a)))
+        return all(describe(x, parts, depth + 1, tensor) for x in a)
+    return False
 
 
 #: dtype -> whether its tensors can be replayed (not complex, not quantized), learnt on use
 _DTYPE_OK: dict[torch.dtype, bool] = {}
 
 
-def _describe(a: Any, parts: list[Any], depth: int, grad: bool) -> bool:
-    if isinstance(a, _Tensor):
-        dt = a.dtype
-        ok = _DTYPE_OK.get(dt)
-        if ok is None:
-            ok = _DTYPE_OK[dt] = not (a.is_complex() or a.is_quantized)
-        if not ok or not a.is_meta or a.layout is not _STRIDED:
-            return False
-        if grad and a.requires_grad:
-            return False
-        parts.append((a.shape, a.stride(), a.storage_offset(), dt))
-        return True
-    ta = type(a)
-    if ta in _ATOMS:
-        parts.append((ta, a))
-        return True
-    if ta is slice:
-        parts.append(("slice",))
-        return all(_describe(x, parts, depth + 1, grad) for x in (a.start, a.stop, a.step))
-    if (ta is tuple or ta is list or ta is torch.Size) and depth < 4:
-        parts.append((ta, len(a)))
-        return all(_describe(x, parts, depth + 1, grad) for x in a)
-    return False
+def _meta_tensor(a: _Tensor, parts: list[Any], grad: bool = False) -> bool:
+    """A tensor of a call meta replay may cache: a strided meta tensor of a plain dtype (not
+    one that needs grad while grad is on); its shape, strides, offset and dtype."""
+    dt = a.dtype
+    ok = _DTYPE_OK.get(dt)
+    if ok is None:
+        ok = _DTYPE_OK[dt] = not (a.is_complex() or a.is_quantized)
+    if not ok or not a.is_meta or a.layout is not _STRIDED:
+        return False
+    if grad and a.requires_grad:
+        return False
+    parts.append((a.shape, a.stride(), a.storage_offset(), dt))
+    return True
+
+
+def _meta_tensor_in_grad(a: _Tensor, parts: list[Any]) -> bool:
+    return _meta_tensor(a, parts, True)
 
 
 def template_of(

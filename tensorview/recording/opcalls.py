@@ -77,8 +77,9 @@ class OpRunner:
     ) -> Any:
         """Run op ``fn`` with what must happen around it: probes, meta replay (``meta``),
         inference writes, other tensor subclasses; its result."""
-        if self.probes is not None and self.probes.substituting():  # a probe runs its own function (probes.py)
-            func = self.probes.substitute(func)
+        probes = self.probes
+        if probes is not None and probes.substitutes:  # a probe runs its own function (probes.py)
+            func = probes.substitute(func)
         # (``writes``: inference tensors met, the op's writes are caught by schema)
         if writes is not None and not writes.on_stack:  # (else caught for the whole root call)
             writes.catcher.__enter__()
@@ -108,6 +109,14 @@ class OpRunner:
             func, args, kwargs = call, a, b
         else:
             func, args, kwargs = a, None, None
+        one = probes.op_hooks_of_one
+        if one is not None:  # one probe (the common case): its methods, called directly
+            enter, exit_op = one
+            enter(fn, func, args, kwargs)
+            try:
+                return call(*a, **b) if c is None else call(a, b, c)
+            finally:
+                self._memos = (exit_op(fn, func),)
         probes.enter_op(fn, func, args, kwargs)
         try:
             return call(*a, **b) if c is None else call(a, b, c)

@@ -125,9 +125,10 @@ def with_substitutes(func: Any, substitutes: Mapping[Any, Any]) -> Any:
 
 
 class Probes:
-    """The probes of one session, called together; the session holds ``None`` without any."""
+    """The probes of one session, called together; the session holds ``None`` without any.
+    With one probe (the common case) its methods are called directly, bound once."""
 
-    __slots__ = ("probes", "substitutes", "_runs")
+    __slots__ = ("probes", "substitutes", "_runs", "_opens", "_one", "op_hooks_of_one")
 
     def __init__(self, probes: list[Probe]) -> None:
         self.probes = probes
@@ -135,6 +136,11 @@ class Probes:
         for p in probes:
             self.substitutes.update(p.substitutes)
         self._runs: dict[Any, Any] = {}  # op -> what runs for it (one copy per op: stable meta-cache keys)
+        self._opens = [p.open for p in probes]  # (each probe's ``open``, read once)
+        one = probes[0] if len(probes) == 1 else None
+        self._one = one
+        #: the one probe's ``enter_op_args`` and ``exit_op`` (None with several): for the op runner
+        self.op_hooks_of_one: tuple[Any, Any] | None = (one.enter_op_args, one.exit_op) if one is not None else None
 
     def substituting(self) -> bool:
         """Some probe runs its own function in place of an op."""
@@ -148,35 +154,44 @@ class Probes:
         return run
 
     def start(self, root: ModuleNode, module: nn.Module) -> None:
-        for p in self.probes:
-            p.open.append(root.id)
+        for p, opened in zip(self.probes, self._opens):
+            opened.append(root.id)
             p.start(root, module)
 
     def stop(self) -> None:
-        for p in self.probes:
+        for p, opened in zip(self.probes, self._opens):
             p.stop()
-            p.open.clear()
+            opened.clear()
 
     def enter_call(self, m: ModuleNode, module: nn.Module) -> None:
-        for p in self.probes:
-            p.open.append(m.id)
+        one = self._one
+        if one is not None:
+            self._opens[0].append(m.id)
+            one.enter_call(m, module)
+            return
+        for p, opened in zip(self.probes, self._opens):
+            opened.append(m.id)
             p.enter_call(m, module)
 
     def exit_call(self, m: ModuleNode) -> None:
-        for p in self.probes:
+        one = self._one
+        if one is not None:
+            one.exit_call(m)
+            opened = self._opens[0]
+            if opened and opened[-1] == m.id:
+                opened.pop()
+            return
+        for p, opened in zip(self.probes, self._opens):
             p.exit_call(m)
-            if p.open and p.open[-1] == m.id:
-                p.open.pop()
+            if opened and opened[-1] == m.id:
+                opened.pop()
 
     def enter_op(self, fn: FunctionNode, func: Any, args: tuple[Any, ...] | None = None, kwargs: Any = None) -> None:
         for p in self.probes:
             p.enter_op_args(fn, func, args, kwargs)
 
     def exit_op(self, fn: FunctionNode, func: Any) -> tuple[Any, ...]:
-        probes = self.probes
-        if len(probes) == 1:  # (the common case: no generator)
-            return (probes[0].exit_op(fn, func),)
-        return tuple([p.exit_op(fn, func) for p in probes])
+        return tuple([p.exit_op(fn, func) for p in self.probes])
 
     def replay_op(self, fn: FunctionNode, func: Any, memos: tuple[Any, ...]) -> None:
         for p, memo in zip(self.probes, memos):

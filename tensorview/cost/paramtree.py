@@ -1,0 +1,84 @@
+"""Parameter accounting in one walk, for a module tree where nothing is shared.
+
+In most models no module, parameter or buffer is reached twice when walking the tree
+(by every name, as ``named_modules(remove_duplicate=False)``): then a module's figures,
+each tensor once, are plain sums over its subtree, and nothing it holds is held outside
+it.  :func:`plain_tree` finds them in one walk, or says the tree is not like that (tied
+weights, a module under two names): :mod:`.params` then counts the general way.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.parameter import is_lazy
+
+__all__ = ["plain_tree"]
+
+_EAGER = (torch.Tensor, nn.Parameter)  # (types that are never lazy: ``is_lazy`` not asked)
+_ZERO = [0] * 6
+_NONE = [0] * 6  # the figures of every module without parameters, buffers or children (never changed)
+
+
+def plain_tree(model: nn.Module) -> dict[int, tuple[str, list[int]]] | None:
+    """``{id(module): (its path, figures of its subtree)}`` for every module of ``model``'s
+    tree, the figures ``[params, trainable, param bytes, trainable bytes, buffers, buffer
+    bytes]`` (lazy tensors count 0; read only), from one walk without recursion; None when a module,
+    a parameter or a buffer is reached twice (shared, tied, under two names, in a cycle):
+    then sums would count it twice."""
+    params: set[int] = set()
+    buffers: set[int] = set()
+    tree: dict[int, tuple[str, list[int]]] = {}
+    order: list[tuple[list[int], list[int] | None]] = []  # (figures, its parent's), parents first
+    stack: list[tuple[str, nn.Module, list[int] | None]] = [("", model, None)]
+    while stack:
+        path, m, up = stack.pop()
+        if id(m) in tree:
+            return None
+        if not (m._parameters or m._buffers or m._modules):  # (an activation, a dropout...)
+            tree[id(m)] = (path, _NONE)
+            continue
+        n = trainable = nbytes = trainable_bytes = 0
+        for p in m._parameters.values():
+            if p is None:
+                continue
+            if id(p) in params:
+                return None
+            params.add(id(p))
+            if type(p) not in _EAGER and is_lazy(p):
+                continue
+            k = p.numel()
+            b = k * p.element_size()
+            n += k
+            nbytes += b
+            if p.requires_grad:
+                trainable += k
+                trainable_bytes += b
+        n_buffers = buffer_bytes = 0
+        for t in m._buffers.values():
+            if t is None:
+                continue
+            if id(t) in buffers:
+                return None
+            buffers.add(id(t))
+            if type(t) not in _EAGER and is_lazy(t):
+                continue
+            k = t.numel()
+            n_buffers += k
+            buffer_bytes += k * t.element_size()
+        figures = [n, trainable, nbytes, trainable_bytes, n_buffers, buffer_bytes]
+        tree[id(m)] = (path, figures)
+        order.append((figures, up))
+        prefix = path + "." if path else ""
+        for name, c in m._modules.items():
+            if c is not None:
+                stack.append((prefix + name, c, figures))
+    for f, up in reversed(order):  # (every module after all of its subtree)
+        if up is not None and f != _ZERO:
+            up[0] += f[0]
+            up[1] += f[1]
+            up[2] += f[2]
+            up[3] += f[3]
+            up[4] += f[4]
+            up[5] += f[5]
+    return tree
