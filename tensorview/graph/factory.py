@@ -2,11 +2,11 @@
 
 Ids (execution order), unique names, parents, depths, paths, call indices and edges are
 assigned here, as ``torch.fx.Graph.create_node`` does for fx, by small fast calls that the
-recorder makes as a forward runs (parents given explicitly): ``add_module``,
+recorder makes as a forward runs (parents given explicitly): ``add_module``, ``add_call``,
 ``add_function``, ``add_tensor``, ``add_result``, ``add_edge``, ``end_call``.  Names are
-handed out once, on the first read of the finished graph's nodes (``close``, names.py).  ``GraphBuilder``
-(builder.py) adds a scripting layer for graphs written by hand or translated from another
-IR.
+handed out once, on the first read of the finished graph's nodes (``close``, names.py).
+``GraphBuilder`` (builder.py) adds a scripting layer for graphs written by hand or
+translated from another IR.
 """
 
 from __future__ import annotations

@@ -37,11 +37,11 @@ from typing import Any
 
 from .tensor import current_session
 
-#: every signal number of this platform (SIGKILL and SIGSTOP never have Python handlers)
 #: ``signal.getsignal``/``signal.signal`` without their conversions to and from enums (~1 us
 #: a signal, for all 60-odd signals at each recording's start and end)
 _getsignal = getattr(signal, "_signal", signal).getsignal
 _setsignal = getattr(signal, "_signal", signal).signal
+#: every signal number of this platform (SIGKILL and SIGSTOP never have Python handlers)
 _SIGNALS = tuple(sorted(signal.valid_signals() - {getattr(signal, "SIGKILL", -1), getattr(signal, "SIGSTOP", -1)}))
 
 

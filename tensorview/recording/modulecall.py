@@ -8,7 +8,7 @@ behind ``torch._dynamo.disable``, so the caller graph-breaks there and the twin 
 eagerly (compiled.py).  Run eagerly, the test costs ~50 ns a module call, where the
 disabled wrapper costs about a microsecond.  The attribute is set twice per recording
 only (in and out): setting a dunder of ``nn.Module`` updates the slot of every subclass,
-0.2-0.4 ms with transformers' classes loaded.
+0.2-0.6 ms with transformers' classes loaded.
 
 A submodule call costs the stack one frame of ours (the wrapper, standing in for torch's
 ``_wrapped_call_impl``, whose one test it runs inline), so a model nested N deep records
