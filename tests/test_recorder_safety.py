@@ -311,3 +311,25 @@ def test_a_forwards_signature_is_kept_without_keeping_its_function_alive() -> No
     gc.collect()
     assert gone() is None  # the cache kept neither the function nor its class
     assert forward_signature(b.forward).parameters["scale"].default == 2.0
+
+
+def test_a_kept_recorder_does_not_keep_its_callers_locals_alive() -> None:
+    """The Recorder's signal guard held the frame that opened the ``with`` block: a kept
+    Recorder kept every local of a function that had returned (a large input, say)."""
+    import gc
+    import weakref
+
+    model = nn.Sequential(nn.Linear(4, 4))
+    held: list[Any] = []
+
+    def record() -> Recorder:
+        big = torch.zeros(1000, 4)
+        held.append(weakref.ref(big))
+        with Recorder(model) as rec:
+            model(big[:1])
+        return rec
+
+    rec = record()
+    gc.collect()
+    assert held[0]() is None  # the caller's local is gone with its frame
+    assert [m.path for m in rec.ir.modules()] == ["", "0"]  # and the recording is still there

@@ -172,11 +172,14 @@ class deferred:
         self.deliver()
 
     def restore(self) -> None:
-        """The handlers back (idempotent: a clean-up step); signals wait until then."""
+        """The handlers back (idempotent: a clean-up step); signals wait until then.  The
+        frames are let go: a kept ``Recorder`` holds its guard, and the caller's frame would
+        keep every local of the caller alive after it returned."""
         s = _STATE
         if s.owner is self:
             _put_back(s.saved)
             s.owner = s.anchor = None
+        self.anchor = self.entered = None
 
     def deliver(self) -> None:
         """The signals deferred, to their handlers (after ``restore``)."""
