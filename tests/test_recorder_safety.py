@@ -333,3 +333,34 @@ def test_a_kept_recorder_does_not_keep_its_callers_locals_alive() -> None:
     gc.collect()
     assert held[0]() is None  # the caller's local is gone with its frame
     assert [m.path for m in rec.ir.modules()] == ["", "0"]  # and the recording is still there
+
+
+@pytest.mark.parametrize("entry", ["Recorder", "draw_graph"])
+def test_a_dropped_recording_is_freed_without_the_cycle_collector(entry: str) -> None:
+    """The session's collaborators are connected both ways while recording; when it ends
+    the links go, so a dropped recording (graph and all) is freed by reference counting
+    at once, not at the next full collection (which walks the whole heap)."""
+    import gc
+    import weakref
+
+    import tensorview as tv
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    gc.collect()
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if entry == "Recorder":
+            with Recorder(model) as rec:
+                model(torch.zeros(1, 4))
+            graph = weakref.ref(rec.ir)
+            assert [n.name for n in rec.ir.functions()] == ["linear", "relu"]
+        else:
+            rec = tv.draw_graph(model, input_size=(1, 4))
+            graph = weakref.ref(rec.graph)
+            assert "relu" in rec.source
+        del rec
+        assert graph() is None
+    finally:
+        if collecting:
+            gc.enable()

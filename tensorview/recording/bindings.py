@@ -280,7 +280,9 @@ class Bindings:
         return self.sources
 
     def close(self) -> None:
-        """The recording ended: drop every tensor held (idempotent)."""
+        """The recording ended: drop every tensor held, and the collaborators (idempotent:
+        no reference cycle then keeps a finished recording for the cycle collector)."""
+        self._scope, self._transforms, self._inference = _no_scope, None, _no
         self.sources.clear()
         self.mutations.clear()
         self.data_links.clear()

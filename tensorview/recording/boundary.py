@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
 from ..graph import NodeFactory
 from . import interrupts
@@ -32,7 +31,7 @@ from .tree import flat_tensors, map_tensors, output_names, strip_in_place
 from .values import value_of
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .session import RecordingMode, Session
 
 _Disable = torch._C.DisableTorchFunction
 _Tensor = torch.Tensor
@@ -52,7 +51,7 @@ class Boundary:
     def __init__(
         self,
         builder: NodeFactory,
-        mode: TorchFunctionMode,
+        mode: RecordingMode,
         probes: Probes | None,
         kept: KeptParameters | None,
         undo: Undo | None,
@@ -192,6 +191,8 @@ class Boundary:
         self.originals.close()
         self.transforms.clear()
         self.crossings.clear()
+        self.methods.close()
+        self.mode.close()
         # what only recording needed: a kept Recorder holds the graph and little else
         self.tree.clear()
         self.builder.close()

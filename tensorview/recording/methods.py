@@ -89,6 +89,10 @@ class Methods:
         self._calls = calls
         self._stack = calls.frames()
 
+    def close(self) -> None:
+        """The recording ended: the call stack is let go (no reference cycle)."""
+        self._calls = None
+
     def sync_methods(self, callee: nn.Module | None = None) -> None:
         """Before an event makes nodes: open and close method calls so that the top of
         ``stack`` is where the event happens (``callee``: the module an event calls;

@@ -51,6 +51,10 @@ class OpRunner:
         """Where an op that failed is noted."""
         self._failed = failure.failed
 
+    def close(self) -> None:
+        """The recording ended: its on/off switch is let go (no reference cycle)."""
+        self._running = _ignore
+
     def replaying(self) -> bool:
         """Meta replay is on (until ``meta_off``)."""
         return self.meta_cache is not None
@@ -210,6 +214,10 @@ class OpRunner:
 
 def _unset(exc: BaseException, path: str, op: FunctionNode | None) -> None:
     raise exc
+
+
+def _ignore(running: bool) -> None:
+    """The switch of a recording that has ended."""
 
 
 def _call_fill(func: Any, fill: Any, _: Any) -> Any:

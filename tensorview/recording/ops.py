@@ -137,6 +137,7 @@ class Ops:
 
     def close(self) -> None:
         self.running = False
+        self.runner.close()
         if self.writes is not None:
             self.writes.close()
             self.writes = None

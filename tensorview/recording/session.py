@@ -43,13 +43,21 @@ from .state import Failure, Settings, model_names
 from .transforms import Transforms
 
 
-class _Mode(TorchFunctionMode):
+class RecordingMode(TorchFunctionMode):
     def __init__(self, session: Session) -> None:
         super().__init__()
-        self.session = session
+        self.session: Session | None = session
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        return self.session.handle(func, types, args, kwargs or {})
+        session = self.session
+        if session is None:  # the recording ended (the mode is off the stack by then)
+            return func(*args, **(kwargs or {}))
+        return session.handle(func, types, args, kwargs or {})
+
+    def close(self) -> None:
+        """The recording ended: the session is let go (no reference cycle keeps it for the
+        cycle collector: a dropped recording is freed at once, graph and all)."""
+        self.session = None
 
 
 class Session:
@@ -79,7 +87,7 @@ class Session:
         keep = settings.keep_parameters
         #: module conversions inside forward, undone at the end with keep_parameters (convert.py)
         undo = Undo(model) if keep else None
-        self._mode = _Mode(self)
+        self._mode = RecordingMode(self)
         self.failure = Failure()
         self.paths = paths = ModulePaths(module_names)
         self.originals = originals = Originals()

@@ -89,7 +89,9 @@ class Transforms:
         return len(self.unwrapped)
 
     def clear(self) -> None:
+        """The recording ended (idempotent; the call stack is let go: no reference cycle)."""
         self.unwrapped.clear()
+        self._calls = None
 
     def seen_by_transform(self, t: torch.Tensor) -> bool:
         """``t``, not known otherwise, has a node through a transform: it wraps a recorded
