@@ -25,7 +25,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
-from .paramtree import plain_tree
+from .paramtree import plain_tree, tensor_figures
 
 __all__ = [
     "ModuleParams",
@@ -34,10 +34,6 @@ __all__ = [
     "module_params_and_totals",
     "param_totals",
 ]
-
-
-def _nbytes(t: torch.Tensor) -> int:
-    return int(t.numel() * t.element_size())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,26 +60,8 @@ def param_totals(model: nn.Module) -> ParamTotals:
 
 def _totals(params: Iterable[nn.Parameter], buffers: Iterable[torch.Tensor]) -> ParamTotals:
     """:class:`ParamTotals` of these tensors (each given once; lazy ones count 0)."""
-    n = trainable = nbytes = trainable_bytes = 0
-    for p in params:
-        if is_lazy(p):
-            continue
-        k = p.numel()
-        b = k * p.element_size()
-        n += k
-        nbytes += b
-        if p.requires_grad:
-            trainable += k
-            trainable_bytes += b
-    real = [b for b in buffers if not is_lazy(b)]
-    return ParamTotals(
-        total_params=n,
-        trainable_params=trainable,
-        buffers=sum(b.numel() for b in real),
-        param_bytes=nbytes,
-        trainable_bytes=trainable_bytes,
-        buffer_bytes=sum(_nbytes(b) for b in real),
-    )
+    n, trainable, param_bytes, trainable_bytes, n_buffers, buffer_bytes = tensor_figures(params, buffers)
+    return ParamTotals(n, trainable, n_buffers, param_bytes, trainable_bytes, buffer_bytes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -267,11 +245,5 @@ def _counts(
     if any(map(is_lazy, params)) or any(map(is_lazy, buffers)):  # no shape before the first forward: 0
         params = [p for p in params if not is_lazy(p)]
         buffers = [b for b in buffers if not is_lazy(b)]
-    n = trainable = nbytes = 0
-    for p in params:
-        k = p.numel()
-        n += k
-        nbytes += k * p.element_size()
-        if p.requires_grad:
-            trainable += k
-    return params, (n, trainable, nbytes, sum(b.numel() for b in buffers), sum(_nbytes(b) for b in buffers))
+    n, trainable, nbytes, _, n_buffers, buffer_bytes = tensor_figures(params, buffers)
+    return params, (n, trainable, nbytes, n_buffers, buffer_bytes)

@@ -9,15 +9,41 @@ weights, a module under two names): :mod:`.params` then counts the general way.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
-__all__ = ["plain_tree"]
+__all__ = ["plain_tree", "tensor_figures"]
 
 _EAGER = (torch.Tensor, nn.Parameter)  # (types that are never lazy: ``is_lazy`` not asked)
 _ZERO = [0] * 6
 _NONE = [0] * 6  # the figures of every module without parameters, buffers or children (never changed)
+
+
+def tensor_figures(params: Iterable[torch.Tensor], buffers: Iterable[torch.Tensor]) -> list[int]:
+    """``[params, trainable, param bytes, trainable bytes, buffers, buffer bytes]`` of these
+    tensors, each given once, in elements and bytes (lazy ones, with no shape before the
+    first forward, count 0)."""
+    n = trainable = nbytes = trainable_bytes = n_buffers = buffer_bytes = 0
+    for p in params:
+        if type(p) not in _EAGER and is_lazy(p):
+            continue
+        k = p.numel()
+        b = k * p.element_size()
+        n += k
+        nbytes += b
+        if p.requires_grad:
+            trainable += k
+            trainable_bytes += b
+    for t in buffers:
+        if type(t) not in _EAGER and is_lazy(t):
+            continue
+        k = t.numel()
+        n_buffers += k
+        buffer_bytes += k * t.element_size()
+    return [n, trainable, nbytes, trainable_bytes, n_buffers, buffer_bytes]
 
 
 def plain_tree(model: nn.Module) -> dict[int, tuple[str, list[int]]] | None:
@@ -38,35 +64,13 @@ def plain_tree(model: nn.Module) -> dict[int, tuple[str, list[int]]] | None:
         if not (m._parameters or m._buffers or m._modules):  # (an activation, a dropout...)
             tree[id(m)] = (path, _NONE)
             continue
-        n = trainable = nbytes = trainable_bytes = 0
-        for p in m._parameters.values():
-            if p is None:
-                continue
-            if id(p) in params:
+        own = [p for p in m._parameters.values() if p is not None]
+        held = [t for t in m._buffers.values() if t is not None]
+        for t, seen in zip((*own, *held), (params,) * len(own) + (buffers,) * len(held)):
+            if id(t) in seen:
                 return None
-            params.add(id(p))
-            if type(p) not in _EAGER and is_lazy(p):
-                continue
-            k = p.numel()
-            b = k * p.element_size()
-            n += k
-            nbytes += b
-            if p.requires_grad:
-                trainable += k
-                trainable_bytes += b
-        n_buffers = buffer_bytes = 0
-        for t in m._buffers.values():
-            if t is None:
-                continue
-            if id(t) in buffers:
-                return None
-            buffers.add(id(t))
-            if type(t) not in _EAGER and is_lazy(t):
-                continue
-            k = t.numel()
-            n_buffers += k
-            buffer_bytes += k * t.element_size()
-        figures = [n, trainable, nbytes, trainable_bytes, n_buffers, buffer_bytes]
+            seen.add(id(t))
+        figures = tensor_figures(own, held)
         tree[id(m)] = (path, figures)
         order.append((figures, up))
         prefix = path + "." if path else ""
