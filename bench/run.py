@@ -38,6 +38,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu  # noqa: E402
 import summary_speed  # noqa: E402
 from backward import measure as measure_backward  # noqa: E402
 from backward import targets as backward_targets  # noqa: E402
@@ -631,6 +632,8 @@ def main() -> int:
         results += startup_targets(measure_startup())  # issue 22: --help and import times (bench/startup.py)
     summaries = summary_speed.measure(only=opts.only)  # issue 22: tv.summary against torchinfo
     results += summary_speed.targets(summaries)
+    on_gpu = gpu.saved_or_measured() if not opts.only else None  # issue 22: a CUDA model, where there is a GPU
+    results += gpu.targets(on_gpu)
     if not opts.no_viewer:
         import viewer
 
@@ -704,6 +707,14 @@ def main() -> int:
                 + "\n\n"
                 + "".join(f"- {line}\n" for line in summary_speed.lines(summaries))
                 if summaries
+                else ""
+            )
+            + (
+                "\n## Recording on a CUDA GPU (bench/gpu.py)\n\n"
+                + gpu.SECTION
+                + "\n\n"
+                + "".join(f"{line}\n" for line in gpu.lines(on_gpu))
+                if on_gpu
                 else ""
             )
             + "\n## Targets\n\n"

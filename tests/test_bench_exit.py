@@ -49,3 +49,29 @@ def test_the_anatomy_measures_each_piece_against_the_floor() -> None:
     assert len(list(held.modules())) == 4 and held.n == 3  # three ops in forward, two modules never called
     text = anatomy.table(rows).splitlines()
     assert text[0].split() == ["piece", "tensorview", "us", "floor", "us", "difference"] and len(text) == 5
+
+
+def test_the_gpu_results_are_reported_without_a_gpu() -> None:
+    """bench/gpu.py: a machine without a GPU reports the results last measured on one
+    (bench/gpu_results.json), each case with its ratio, device and date; a failed case is
+    said, not dropped.  The measuring itself runs on a GPU only (tests/test_cuda.py's machine)."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location("tv_bench_gpu", ROOT / "bench" / "gpu.py")
+        assert spec is not None and spec.loader is not None
+        gpu = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(gpu)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    saved = json.loads((ROOT / "bench" / "gpu_results.json").read_text())
+    assert {r["model"] for r in saved["overhead"]} == set(gpu.CASES)
+    text = "\n".join(gpu.lines(saved))
+    for r in saved["overhead"]:
+        assert f"{r['model']}: {r['ops']} ops" in text and f"**{r['ratio']:.2f}x**" in text
+    ((name, ok, detail),) = gpu.targets(saved)
+    assert ok is None and saved["device"] in detail and saved["date"] in detail
+    saved["overhead"][0] = {"model": "broken", "failed": "RuntimeError: out of memory"}
+    assert "broken: failed: RuntimeError: out of memory" in "\n".join(gpu.lines(saved))
