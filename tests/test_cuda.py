@@ -131,3 +131,29 @@ def test_a_forward_that_moves_to_cuda_records_the_move() -> None:
     assert {d for _, d in tensors} == {"cpu", "cuda:0"}
     names = [n["name"] for n in nodes if n["kind"] == "function"]
     assert names[0].startswith("to") and names[-1].startswith("cpu")
+
+
+# torch 2.11's inductor imports torch.utils.mkldnn, which warns of its own deprecated API
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+def test_an_inductor_compiled_model_on_cuda_records_its_eager_graph() -> None:
+    """torch.compile's default backend on the GPU (Triton kernels): recording runs the
+    eager modules, compiles nothing, and the compiled model's cache is still used after."""
+    import torch._dynamo
+
+    torch.manual_seed(0)
+    model = cm.CNN().cuda().eval()
+    x = torch.randn(2, 3, 32, 32, device="cuda")
+    compiled = torch.compile(model)
+    with torch.no_grad():
+        first = compiled(x)
+        frames = torch._dynamo.utils.counters["frames"]["total"]
+        with tv.Recorder(compiled) as rec:
+            compiled(x)
+        assert torch._dynamo.utils.counters["frames"]["total"] == frames  # nothing compiled while recording
+        with torch.compiler.set_stance("fail_on_recompile"):
+            again = compiled(x)
+        with tv.Recorder(model) as eager:
+            model(x)
+    assert rec.graph.to_json() == eager.graph.to_json()
+    assert torch.allclose(first, again)
+    assert "conv2d" in [n["name"] for n in rec.graph.to_json()["nodes"] if n["kind"] == "function"]
