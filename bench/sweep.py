@@ -1,7 +1,7 @@
 """A sweep for wrong graphs: transformers architectures from small configs (no download),
-each recorded with ``draw_graph`` on the CPU and on meta, and judged by independent means.
-
-For every architecture (the model in training mode, recorded in ``eval``: a copy):
+each recorded with ``draw_graph`` on the CPU and on meta, and judged by independent means
+(bench/judge.py, shared with sweep_vision.py).  For every architecture (the model in
+training mode, recorded in ``eval``: a copy):
 
 * the ops recorded on the CPU and on meta are the same (names and counts, then order and
   module paths);
@@ -19,7 +19,6 @@ architecture and exits 1 when a problem not in ``KNOWN`` was found (124 architec
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import sys
 import time
@@ -28,11 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.utils._pytree as pytree
 import transformers
-from torch import nn
-
-import tensorview as tv
+from judge import PLAIN_FAILS, judge  # bench/judge.py: the checks, shared with sweep_vision.py
 
 #: config fields set where the config has them (each family names them its own way)
 SMALL: dict[str, Any] = dict(
@@ -274,10 +270,10 @@ KNOWN: dict[str, tuple[str, str]] = {
         for name in ["mixtral", "phimoe", "granitemoe", "gpt_oss", "qwen2_moe", "qwen3_moe", "olmoe", "jamba"]
     },
     "switch_transformers": (
-        "meta: RecordingError",
+        PLAIN_FAILS,
         "expert routing indexes by a mask (nonzero): device='fake' records it",
     ),
-    "xmod": ("meta: RecordingError", "language adapters select rows by a mask (nonzero): device='fake' records it"),
+    "xmod": (PLAIN_FAILS, "language adapters select rows by a mask (nonzero): device='fake' records it"),
 }
 
 
@@ -295,75 +291,11 @@ def small(cfg: Any, extra: dict[str, Any]) -> Any:
     return cfg
 
 
-def snapshot(m: nn.Module) -> tuple[Any, ...]:
-    return (
-        [(n, p, p.detach().clone()) for n, p in m.named_parameters()],
-        [(n, b.detach().clone()) for n, b in m.named_buffers()],
-        [x.training for x in m.modules()],
-        [(dict(x._forward_hooks), dict(x._forward_pre_hooks)) for x in m.modules()],
-    )
-
-
-def changed(a: tuple[Any, ...], b: tuple[Any, ...]) -> str | None:
-    if [(n, id(p)) for n, p, _ in a[0]] != [(n, id(p)) for n, p, _ in b[0]]:
-        return "parameter objects"
-    if not all(torch.equal(x, y) for (_, _, x), (_, _, y) in zip(a[0], b[0])):
-        return "parameter values"
-    if [n for n, _ in a[1]] != [n for n, _ in b[1]] or not all(torch.equal(x, y) for (_, x), (_, y) in zip(a[1], b[1])):
-        return "buffers"
-    if a[2] != b[2]:
-        return "training flags"
-    return "hooks" if a[3] != b[3] else None
-
-
-def shapes(value: Any) -> list[tuple[int, ...]]:
-    return sorted(tuple(t.shape) for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor))
-
-
 def check(name: str) -> list[str]:
     extra, inputs = ARCHS[name]
     torch.manual_seed(0)
     model = transformers.AutoModel.from_config(small(transformers.AutoConfig.for_model(name), extra))
-    x = inputs()
-    model.eval()
-    out = model(**x)  # the plain forward, and the parameters it uses (those given a gradient)
-    sum(
-        t.float().sum() for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.is_floating_point()
-    ).backward()
-    used = {n for n, p in model.named_parameters() if p.grad is not None}
-    model.zero_grad(set_to_none=True)
-    model.train()
-    before = snapshot(model)
-    problems: list[str] = []
-    graphs = {}
-    for device in ("cpu", "meta"):
-        try:
-            graphs[device] = tv.draw_graph(model, input_data=dict(x), device=None if device == "cpu" else device).graph
-        except Exception as e:  # noqa: BLE001 - reported
-            problems.append(f"{device}: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
-    if (what := changed(before, snapshot(model))) is not None:
-        problems.append(f"model changed: {what}")
-    if len(graphs) == 2:
-        cpu, meta = ([(f.op, f.path) for f in graphs[d].functions()] for d in ("cpu", "meta"))
-        c, m = collections.Counter(op for op, _ in cpu), collections.Counter(op for op, _ in meta)
-        if c != m:
-            problems.append(f"ops cpu!=meta: cpu only {dict(c - m)}, meta only {dict(m - c)}")
-        elif cpu != meta:
-            problems.append("ops cpu!=meta in order or module paths")
-    names = {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
-    for device, g in graphs.items():
-        g.lint()
-        drawn_shapes = sorted(tuple(s) for s in g.shapes(g.outputs))
-        if drawn_shapes != shapes(out):
-            problems.append(f"{device}: output shapes {drawn_shapes}, plain {shapes(out)}")
-        drawn = {t.source_name for t in g.tensors() if t.is_param}
-        if (missing := sorted(used - drawn)) and not g.warnings:
-            problems.append(f"{device}: {len(missing)} parameters used but not drawn ({missing[0]}...)")
-        if strays := sorted(n for n in drawn if n and n not in names):
-            problems.append(f"{device}: parameters drawn that the model lacks ({strays[0]}...)")
-        if g.warnings:
-            problems.append(f"{device}: warnings {g.warnings[:2]}")
-    return problems
+    return judge(model, inputs())
 
 
 def main(names: list[str]) -> int:

@@ -133,8 +133,10 @@ def test_a_forward_that_moves_to_cuda_records_the_move() -> None:
     assert names[0].startswith("to") and names[-1].startswith("cpu")
 
 
-# torch 2.11's inductor imports torch.utils.mkldnn, which warns of its own deprecated API
+# torch 2.11's inductor imports torch.utils.mkldnn, which warns of its own deprecated API,
+# and on a Hopper GPU it advises TF32 for fp32 matmuls: torch's words, not ours
 @pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:TensorFloat32 tensor cores:UserWarning")
 def test_an_inductor_compiled_model_on_cuda_records_its_eager_graph() -> None:
     """torch.compile's default backend on the GPU (Triton kernels): recording runs the
     eager modules, compiles nothing, and the compiled model's cache is still used after."""
