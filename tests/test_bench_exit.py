@@ -8,12 +8,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def bench_run():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("tv_bench_run", ROOT / "bench" / "run.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def bench_module(name: str):  # type: ignore[no-untyped-def]
+    """bench/<name>.py, loaded with bench/ on the path as when it runs."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location(f"tv_bench_{name}", ROOT / "bench" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
     return module
+
+
+def bench_run():  # type: ignore[no-untyped-def]
+    return bench_module("run")
 
 
 def test_a_failed_target_is_a_failed_exit_status(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -32,16 +43,7 @@ def test_the_script_exits_with_mains_status() -> None:
 def test_the_anatomy_measures_each_piece_against_the_floor() -> None:
     """bench/anatomy.py (in docs/benchmarks.md): one row per piece, each isolated by its
     own model and measured for tensorview and the floor (timings are not checked here)."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("tv_bench_anatomy", ROOT / "bench" / "anatomy.py")
-        assert spec is not None and spec.loader is not None
-        anatomy = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(anatomy)
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    anatomy = bench_module("anatomy")
     rows = anatomy.anatomy(n=20, repeats=1)
     assert [r[0] for r in rows] == ["op", "module call", "module held, not called", "per recording (a one-op model)"]
     assert all(isinstance(v, float) for r in rows for v in r[1:])
@@ -56,16 +58,8 @@ def test_the_gpu_results_are_reported_without_a_gpu() -> None:
     (bench/gpu_results.json), each case with its ratio, device and date; a failed case is
     said, not dropped.  The measuring itself runs on a GPU only (tests/test_cuda.py's machine)."""
     import json
-    import sys
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("tv_bench_gpu", ROOT / "bench" / "gpu.py")
-        assert spec is not None and spec.loader is not None
-        gpu = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(gpu)
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    gpu = bench_module("gpu")
     saved = json.loads((ROOT / "bench" / "gpu_results.json").read_text())
     assert {r["model"] for r in saved["overhead"]} == set(gpu.CASES)
     text = "\n".join(gpu.lines(saved))
