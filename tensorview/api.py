@@ -274,7 +274,7 @@ def summary(
     depth: int | None = 3,
     device: Any = "auto",
     dtypes: Any = None,
-    mode: str = "train",
+    mode: str | None = None,
     row_settings: Sequence[str] | None = None,
     verbose: int | None = None,
     *,
@@ -285,7 +285,9 @@ def summary(
 ) -> Summary:
     """Parameters, FLOPs and memory of ``model`` per module call and in total: one forward
     (grad on, inputs as for ``draw_graph``, on a copy), or without inputs the parameter
-    table; torchinfo's arguments and meanings.  docs/cost-model.md, migrating-torchinfo.md."""
+    table; torchinfo's arguments and meanings.  ``mode``: ``"train"`` by default, ``"eval"``
+    where only the training-mode forward fails (the table says so).  docs/cost-model.md,
+    migrating-torchinfo.md."""
     check_model(model, "summary")
     check_forward_kwargs(model, forward_kwargs, _option_names(summary))
     inputs = (input_size, input_data, batch_dim, dtypes, forward_kwargs)

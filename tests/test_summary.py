@@ -212,21 +212,37 @@ def test_a_cpu_model_in_train_mode_is_not_touched() -> None:
     assert s.buffers == 17
 
 
-def test_a_forward_that_fails_only_in_training_mode_says_to_pass_eval() -> None:
+def test_a_forward_that_fails_only_in_training_mode_is_summarised_in_eval_mode() -> None:
     """tv.summary records in training mode by default: a BatchNorm1d given a batch of one
-    raises there (not in the eval mode the model is in), and the error says what to do."""
+    raises there, as torchvision's detection models do without targets.  With no ``mode``
+    given, the summary is of the eval-mode forward (torchinfo's default mode) and says so;
+    with ``mode="train"`` asked for, the error is raised and says what to do."""
     model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).eval()
+    s = tv.summary(model, input_size=(1, 4))
+    assert s.mode == "eval" and s.mode_fallback.startswith("ValueError: Expected more than 1 value per channel")
+    assert s.total_params == unique_params(model) == 4 * 4 + 4 + 2 * 4 and s.total_flops > 0
+    assert "Recorded in eval mode, not training mode, where the forward raised ValueError" in str(s)
+    assert tv.summary(model, input_size=(2, 4)).mode == "train"  # where training mode runs, it is used
+    assert tv.summary(model, input_size=(2, 4)).mode_fallback == ""
     with pytest.raises(tv.RecordingError, match=r"Expected more than 1 value per channel") as info:
-        tv.summary(model, input_size=(1, 4))
+        tv.summary(model, input_size=(1, 4), mode="train")
     assert "pass mode='eval'" in str(info.value) and info.value.module_path == "1"
     assert isinstance(info.value, ValueError)  # still the original type
     assert not model.training
-    s = tv.summary(model, input_size=(1, 4), mode="eval")
-    assert s.total_params == unique_params(model) == 4 * 4 + 4 + 2 * 4
-    train = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))  # in training mode itself: no hint
+    train = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))  # in training mode itself
+    assert tv.summary(train, input_size=(1, 4)).mode == "eval" and train.training
     with pytest.raises(tv.RecordingError) as info:
-        tv.summary(train, input_size=(1, 4))
+        tv.summary(train, input_size=(1, 4), mode="train")
     assert "mode='eval'" not in str(info.value) and info.value.hint == ""
+
+
+def test_a_forward_that_fails_in_both_modes_raises_the_training_modes_error() -> None:
+    """Eval mode is tried only as a fallback: where it fails too, the error is the one of the
+    mode the summary is about, and no hint points to eval mode."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).eval()
+    with pytest.raises(tv.RecordingError, match=r"forward raised in module '0' \(Linear\)") as info:
+        tv.summary(model, input_size=(1, 5))
+    assert "mode='eval'" not in str(info.value) and info.value.module_path == "0"
 
 
 class ReadsAValue(nn.Module):

@@ -55,6 +55,28 @@ def _recorded(
         raise failed from failed.__cause__
 
 
+def _in_mode(
+    record: Callable[..., Any], model: nn.Module, inputs: Any, device: Any, mode: str | None
+) -> tuple[nn.Module, Any, str, str]:
+    """``_recorded`` in ``mode``, and why it fell back to eval mode ("" where it did not).
+    ``None``: training mode, or eval mode where only the training-mode forward fails
+    (BatchNorm given one value per channel, a detection model without its targets), as
+    torchinfo records by default."""
+    try:
+        return (*_recorded(record, model, inputs, device, mode or "train"), "")
+    except RecordingError as e:
+        if mode is not None:
+            if mode == "train" and not model.training and not e.hint:  # failed in a mode not asked for
+                add_hint(e, TRAIN_MODE_HINT)
+            raise
+        failed = e
+    try:
+        runnable, graph, fallback = _recorded(record, model, inputs, device, "eval")
+    except TensorviewError:  # eval mode fails too: the training mode's error is the one asked about
+        raise failed from failed.__cause__
+    return runnable, graph, fallback, describe(failed.__cause__ or failed).splitlines()[0][:160]
+
+
 def summarize(
     record: Callable[..., Any],
     model: nn.Module,
@@ -63,7 +85,7 @@ def summarize(
     cache_forward_pass: Any,
     depth: Any,
     device: Any,
-    mode: str,
+    mode: str | None,
     optimizer: Any,
     state_dtype: Any,
 ) -> Summary:
@@ -92,13 +114,9 @@ def summarize(
             )
         s = Summary.of_model(model, **kw)
     else:
-        try:
-            model, graph, fallback = _recorded(record, model, inputs_, device, mode)
-        except RecordingError as e:
-            if mode == "train" and not model.training and not e.hint:  # failed in a mode not asked for
-                add_hint(e, TRAIN_MODE_HINT)
-            raise
+        model, graph, fallback, mode_fallback = _in_mode(record, model, inputs_, device, mode)
         s = Summary(graph, graph.cost, facts=module_facts(model), **kw)
+        s.mode, s.mode_fallback = ("eval" if mode_fallback else mode or "train"), mode_fallback
         scripted = {p for p, m in model.named_modules() if isinstance(m, torch.jit.ScriptModule)}
         opaque = {m.id for m in graph.graph.modules() if (m.opaque or m.path in scripted) and m.end >= 0}
         s.rows = inner_rows(s.rows, opaque, model)

@@ -134,6 +134,11 @@ class Summary:
         self.uninitialised = 0
         #: why ``device="auto"`` recorded on the model's device instead of meta ("" where it did not)
         self.fallback = ""
+        #: the mode the forward was recorded in: ``"train"``, ``"eval"`` or ``"same"``
+        self.mode = "train"
+        #: why a summary with no ``mode`` given was recorded in eval mode: the error of the
+        #: training-mode forward ("" where it was not)
+        self.mode_fallback = ""
         #: torchinfo's "Forward/backward pass size": twice the output bytes of every call
         #: of a module with parameters and no submodule calls (``saved_bytes`` is measured)
         self.total_output_bytes = 2 * sum(r.activation_bytes for r in _leaves(self.rows) if r.params)

@@ -193,6 +193,11 @@ def _totals(s: Summary) -> list[str]:
         return lines + ["No forward ran: pass input_size or input_data for shapes, FLOPs and memory"]
     if s.fallback:
         lines.append(f"Recorded on the model's device, not meta: {one_line(s.fallback)}")
+    if s.mode_fallback:
+        lines.append(
+            f"Recorded in eval mode, not training mode, where the forward raised {one_line(s.mode_fallback)} "
+            "(saved bytes are eval mode's; mode='train' raises it)"
+        )
     flops = f"FLOPs (forward): {fmt_flops(s.total_flops)} ({s.total_flops:,}), 2 per multiply-add"
     flops += f" ({fmt_flops(s.total_mult_adds, 'MACs')})"
     if s.uncounted_calls:
