@@ -9,7 +9,8 @@ meta.  Every torchvision classification, segmentation, video and optical-flow mo
 detection models (their plain forward and recording on the real device: NMS and the
 box sampling read values, which meta has not; see ``VALUES``), and one timm model per
 family (the smallest-named: ``tiny``, ``nano``, ``small``...) at its default input size.
-Prints one line per model and exits 1 when a problem was found that is not the model's
+``--full`` also makes what a user gets beyond the graph (``outputs``).  Prints one line per
+model and exits 1 when a problem was found that is not the model's
 own (a recording on meta that fails where the plain forward fails on meta too is noted).
 """
 
@@ -103,7 +104,39 @@ def build(name: str, kind: str) -> Any:
     return torchvision.models.get_model(name, **kwargs), None
 
 
-def one(name: str, kind: str, inputs: dict[str, Any] | None) -> tuple[str, float, list[str]]:
+def outputs(model: Any, x: dict[str, Any], real: str) -> list[str]:
+    """What a user gets beyond the graph: the default and depth-1 drawings (DOT), the
+    viewer's page, the JSON, and tv.summary, whose parameter count must be the model's."""
+    import json
+
+    import tensorview as tv
+    from tensorview.render.formats import format_for
+
+    problems: list[str] = []
+    try:
+        g = tv.draw_graph(model, input_data=dict(x), device=real)
+        for view in (g, g.view(depth=1)):
+            if not view.source.startswith("digraph"):
+                problems.append("render: the DOT text is not a digraph")
+        page = g.produce(format_for("html"))
+        if len(page) < 1000:
+            problems.append(f"render: a {len(page)}-byte viewer page")
+        json.dumps(g.to_json())
+    except Exception as e:  # noqa: BLE001 - reported
+        problems.append(f"render: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+    try:  # with its defaults (device="auto": meta, else the model's own device), as a user calls it
+        s = tv.summary(model, input_data=dict(x), verbose=0)
+        params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+        if s.total_params != params:
+            problems.append(f"summary: {s.total_params:,} parameters, the model has {params:,}")
+        if not str(s):
+            problems.append("summary: no table")
+    except Exception as e:  # noqa: BLE001 - reported
+        problems.append(f"summary: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+    return problems
+
+
+def one(name: str, kind: str, inputs: dict[str, Any] | None, full: bool = False) -> tuple[str, float, list[str]]:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(2)
     from judge import judge
@@ -120,6 +153,8 @@ def one(name: str, kind: str, inputs: dict[str, Any] | None) -> tuple[str, float
         real = _real_device()
         devices = (real,) if kind in VALUES else (real, "meta")
         problems = judge(model, x, devices, run_on=None if real == "cpu" else real)
+        if full:
+            problems += outputs(model, x, real)
     except Exception as e:  # noqa: BLE001 - a model this sweep could not build: reported
         problems = [f"setup: {type(e).__name__}: {str(e)[:200]}"]
     return name, time.perf_counter() - start, problems
@@ -131,6 +166,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     ap.add_argument("--timm", type=int, default=1000, help="at most this many timm families")
     ap.add_argument("--out", help="also write the lines here")
+    ap.add_argument("--full", action="store_true", help="also the drawings, the viewer page, JSON and tv.summary")
     opts = ap.parse_args()
     cases = {**torchvision_cases(), **timm_cases(opts.timm)}
     if opts.names:
@@ -139,7 +175,7 @@ def main() -> int:
     bad = 0
     ctx = multiprocessing.get_context("spawn")
     with futures.ProcessPoolExecutor(opts.workers, mp_context=ctx) as pool:
-        jobs = [pool.submit(one, n, kind, x) for n, (kind, x) in cases.items()]
+        jobs = [pool.submit(one, n, kind, x, opts.full) for n, (kind, x) in cases.items()]
         for job in futures.as_completed(jobs):
             name, secs, problems = job.result()
             bad += any(not p.startswith(PLAIN_FAILS) for p in problems)
