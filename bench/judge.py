@@ -127,3 +127,34 @@ def judge(
         if g.warnings:
             problems.append(f"{device}: warnings {g.warnings[:2]}")
     return problems
+
+
+def outputs(model: nn.Module, x: dict[str, Any], real: str | None = None) -> list[str]:
+    """What a user gets beyond the graph: the default and depth-1 drawings (DOT), the
+    viewer's page, the JSON, and tv.summary, whose parameter count must be the model's."""
+    import json
+
+    from tensorview.render.formats import format_for
+
+    problems: list[str] = []
+    try:
+        g = tv.draw_graph(model, input_data=dict(x), device=real)
+        for view in (g, g.view(depth=1)):
+            if not view.source.startswith("digraph"):
+                problems.append("render: the DOT text is not a digraph")
+        page = g.produce(format_for("html"))
+        if len(page) < 1000:
+            problems.append(f"render: a {len(page)}-byte viewer page")
+        json.dumps(g.to_json())
+    except Exception as e:  # noqa: BLE001 - reported
+        problems.append(f"render: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+    try:  # with its defaults (device="auto": meta, else the model's own device), as a user calls it
+        s = tv.summary(model, input_data=dict(x), verbose=0)
+        params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+        if s.total_params != params:
+            problems.append(f"summary: {s.total_params:,} parameters, the model has {params:,}")
+        if not str(s):
+            problems.append("summary: no table")
+    except Exception as e:  # noqa: BLE001 - reported
+        problems.append(f"summary: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+    return problems

@@ -12,7 +12,7 @@ training mode, recorded in ``eval``: a copy):
   buffers, training flags, hooks).
 
 ``KNOWN`` lists what is expected to differ, with the reason.  Run it from the repository
-root: ``PYTHONPATH=$PWD python bench/sweep.py [model_type ...]``; it prints one line per
+root: ``PYTHONPATH=$PWD python bench/sweep.py [--full] [model_type ...]``; it prints one line per
 architecture and exits 1 when a problem not in ``KNOWN`` was found (124 architectures, about 45 s here:
 114 ok, 10 known).
 """
@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 import transformers
-from judge import PLAIN_FAILS, judge  # bench/judge.py: the checks, shared with sweep_vision.py
+from judge import PLAIN_FAILS, judge, outputs  # bench/judge.py: the checks, shared with sweep_vision.py
 
 #: config fields set where the config has them (each family names them its own way)
 SMALL: dict[str, Any] = dict(
@@ -291,21 +291,24 @@ def small(cfg: Any, extra: dict[str, Any]) -> Any:
     return cfg
 
 
-def check(name: str) -> list[str]:
+def check(name: str, full: bool = False) -> list[str]:
     extra, inputs = ARCHS[name]
     torch.manual_seed(0)
     model = transformers.AutoModel.from_config(small(transformers.AutoConfig.for_model(name), extra))
-    return judge(model, inputs())
+    x = inputs()
+    return judge(model, x) + (outputs(model, x) if full else [])
 
 
 def main(names: list[str]) -> int:
+    full = "--full" in names  # also the drawings, viewer page, JSON and tv.summary (judge.py ``outputs``)
+    names = [n for n in names if n != "--full"]
     warnings.filterwarnings("ignore")
     transformers.logging.set_verbosity_error()
     new = 0
     for name in names or list(ARCHS):
         start = time.perf_counter()
         try:
-            problems = check(name)
+            problems = check(name, full)
         except Exception as e:  # noqa: BLE001 - a config this sweep could not build: reported
             problems = [f"setup: {type(e).__name__}: {str(e)[:160]}"]
         known = KNOWN.get(name)

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from judge import PLAIN_FAILS  # noqa: E402
+from judge import PLAIN_FAILS, outputs  # noqa: E402
 
 #: torchvision model families whose forward reads values (NMS, proposal sampling, argmax
 #: of a mask): recorded on the real device only (on meta every value-dependent size fails)
@@ -102,38 +102,6 @@ def build(name: str, kind: str) -> Any:
     if name in ("googlenet", "inception_v3"):
         kwargs["init_weights"] = False
     return torchvision.models.get_model(name, **kwargs), None
-
-
-def outputs(model: Any, x: dict[str, Any], real: str) -> list[str]:
-    """What a user gets beyond the graph: the default and depth-1 drawings (DOT), the
-    viewer's page, the JSON, and tv.summary, whose parameter count must be the model's."""
-    import json
-
-    import tensorview as tv
-    from tensorview.render.formats import format_for
-
-    problems: list[str] = []
-    try:
-        g = tv.draw_graph(model, input_data=dict(x), device=real)
-        for view in (g, g.view(depth=1)):
-            if not view.source.startswith("digraph"):
-                problems.append("render: the DOT text is not a digraph")
-        page = g.produce(format_for("html"))
-        if len(page) < 1000:
-            problems.append(f"render: a {len(page)}-byte viewer page")
-        json.dumps(g.to_json())
-    except Exception as e:  # noqa: BLE001 - reported
-        problems.append(f"render: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
-    try:  # with its defaults (device="auto": meta, else the model's own device), as a user calls it
-        s = tv.summary(model, input_data=dict(x), verbose=0)
-        params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
-        if s.total_params != params:
-            problems.append(f"summary: {s.total_params:,} parameters, the model has {params:,}")
-        if not str(s):
-            problems.append("summary: no table")
-    except Exception as e:  # noqa: BLE001 - reported
-        problems.append(f"summary: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
-    return problems
 
 
 def one(name: str, kind: str, inputs: dict[str, Any] | None, full: bool = False) -> tuple[str, float, list[str]]:
