@@ -148,6 +148,31 @@ def outputs(model: nn.Module, x: dict[str, Any], real: str | None = None) -> lis
         json.dumps(g.to_json())
     except Exception as e:  # noqa: BLE001 - reported
         problems.append(f"render: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+    try:  # FLOPs in eval mode against torch's own counter on a plain forward (independent means)
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        from torch.utils.flop_counter import FlopCounterMode
+
+        # attention as matmuls, which torch counts (its CPU fused kernel has no formula; tv.summary
+        # gives it the flash kernel's, the same count: docs/cost-model.md); grad on, as tv.summary
+        # records (no_grad takes fused fast paths, nn.TransformerEncoderLayer's, with no formula);
+        # the model itself in eval mode (a deep copy fails where a forward left non-leaf tensors)
+        training = [m.training for m in model.modules()]
+        try:
+            model.eval()
+            with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+                model(**x)
+        finally:
+            for m, flag in zip(model.modules(), training):
+                m.training = flag
+        counted = tv.summary(model, input_data=dict(x), mode="eval", verbose=0).total_flops
+        # (the CPU's fused LSTM/GRU layer has no formula in torch: tv.summary counts its products)
+        rnn = any(isinstance(m, nn.RNNBase) for m in model.modules())
+        if counted != counter.get_total_flops() and not rnn:
+            problems.append(
+                f"summary: {counted:,} FLOPs in eval mode, torch's FlopCounterMode {counter.get_total_flops():,}"
+            )
+    except Exception as e:  # noqa: BLE001 - reported
+        problems.append(f"flops: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
     try:  # with its defaults (device="auto": meta, else the model's own device), as a user calls it
         s = tv.summary(model, input_data=dict(x), verbose=0)
         params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
