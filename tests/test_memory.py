@@ -209,6 +209,19 @@ def test_nothing_to_backpropagate_says_so() -> None:
         tv.memory(model, input_size=(2, 16))
 
 
+def test_a_step_that_fails_on_any_device_says_a_real_one_fails_too() -> None:
+    """BatchNorm given one value per channel in training mode raises in PyTorch itself:
+    the same error on meta and on fake tensors, so the hint does not send the user to the
+    CPU as if a real step would run (it raises the same there, checked)."""
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.AdaptiveAvgPool2d(1), nn.BatchNorm2d(4), nn.Flatten())
+    with pytest.raises(tv.RecordingError, match="Expected more than 1 value per channel") as info:
+        tv.memory(model, input_size=(1, 3, 8, 8))
+    assert info.value.hint.startswith("the same error on meta and on fake tensors") and "raises it too" in info.value.hint
+    with pytest.raises(tv.RecordingError, match="Expected more than 1 value per channel"):
+        tv.memory(model, input_size=(1, 3, 8, 8), device="cpu")
+    assert tv.memory(model, input_size=(2, 3, 8, 8)).peak_bytes > 0
+
+
 def test_autocast_bfloat16_equals_a_real_cpu_step() -> None:
     model, kwargs = llama(), llama_batch()
     report = tv.memory(model, input_data=kwargs, autocast=torch.bfloat16)

@@ -127,15 +127,21 @@ def _predict(
         return measure(where)
     try:
         return measure("meta")
-    except RecordingError:
-        try:
-            return measure("fake")
-        except RecordingError as e:
-            if not e.hint:
-                add_hint(
-                    e, f"it failed on meta and on fake tensors; device='cpu' measures a real step of {_name(model)}"
-                )
-            raise
+    except RecordingError as on_meta:
+        meta_error = str(on_meta)
+    try:
+        return measure("fake")
+    except RecordingError as e:
+        same = str(e) == meta_error and not any(w in meta_error.lower() for w in ("meta", "fake"))
+        if not e.hint and same:  # (an error about the devices themselves: a missing kernel, a value)
+            add_hint(
+                e,
+                "the same error on meta and on fake tensors: it does not come from the values they lack, so "
+                f"a real step of {_name(model)} raises it too (device='cpu' runs one)",
+            )
+        elif not e.hint:
+            add_hint(e, f"it failed on meta and on fake tensors; device='cpu' measures a real step of {_name(model)}")
+        raise
 
 
 _WHERE = {"meta": "meta", "fake": "fake tensors (FakeTensorMode)"}
