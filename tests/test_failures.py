@@ -369,3 +369,15 @@ def test_a_torchscript_submodule_on_meta_says_the_cause_and_what_to_do_first() -
     # what the hint says works
     graph = tv.draw_graph(Scripted(), input_size=(2, 4), device="cpu")
     assert [m.path for m in graph.graph.modules()] == ["", "a", "b"]
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_a_scripted_model_on_meta_gets_the_same_hint() -> None:
+    """The whole model scripted: the hint looked it up with ``get_submodule``, which a
+    ScriptModule does not support, and the explanation itself raised a RuntimeError."""
+    model = torch.jit.script(nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval())
+    with pytest.raises(tv.RecordingError) as info:
+        tv.draw_graph(model, input_size=(2, 4), device="meta")
+    assert str(info.value).startswith("forward raised in the root module (RecursiveScriptModule)")
+    assert info.value.hint.startswith("the model is a TorchScript module") and "device='cpu'" in info.value.hint
+    assert [n.op for n in tv.draw_graph(model, input_size=(2, 4)).graph.functions()] == ["forward"]

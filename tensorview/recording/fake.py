@@ -180,8 +180,10 @@ _SYMBOL_NEEDS_NUMBER = (
 def script_hint(model: nn.Module, path: str, cause: str) -> str:
     """What to do when a TorchScript submodule (``torch.jit.script``/``trace``) failed on
     the meta device ("" otherwise): its compiled code runs as one opaque call."""
-    try:
-        module = model.get_submodule(path)
+    module = model
+    try:  # (not ``get_submodule``: a scripted model has none)
+        for part in filter(None, path.split(".")):
+            module = getattr(module, part)
     except AttributeError:
         return ""
     if not isinstance(module, torch.jit.ScriptModule) or "meta" not in cause:
