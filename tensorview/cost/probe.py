@@ -50,6 +50,7 @@ from .memory import ON_META, SavedTensors
 from .params import module_params_and_totals
 from .record import CostRecord, roll_up
 from .replay import ReplayingOpFlops
+from .savedops import SeenSaves
 from .signature import op_signature
 
 __all__ = ["CostProbe", "op_signature"]
@@ -58,7 +59,7 @@ _stack_len = torch._C._len_torch_dispatch_stack
 _stack_at = torch._C._get_dispatch_stack_at
 _pop_mode = torch._C._pop_torch_dispatch_stack
 _push_mode = torch._C._push_on_torch_dispatch_stack
-_NOTHING_RAN = (None, None)  # (signature, cost) of an op whose hooks were not paired
+_NOTHING_RAN = (None, None, None)  # (signature, cost, saves) of an op whose hooks were not paired
 
 
 @contextlib.contextmanager
@@ -103,6 +104,7 @@ class CostProbe(Probe):
         self.record: CostRecord | None = None
         self._counter = OpFlops()
         self._saved: SavedTensors | None = None
+        self._seen = SeenSaves(SavedTensors())
         self._stack: list[Any] = []
         self._calls: list[ModuleNode] = []
         self._modules: list[nn.Module] = []
@@ -110,7 +112,8 @@ class CostProbe(Probe):
         # op signature -> (FLOPs or None where no formula ran, uncounted calls, the memo of
         # its calls) when it first ran
         self._costs: dict[Any, tuple[int | None, Mapping[str, int], Any]] = {}
-        self._ops: list[tuple[Any, Any]] = []  # per op running: (signature, its cost on a hit)
+        # per op running: (signature, its cost on a hit, the state of its saves: savedops.py)
+        self._ops: list[tuple[Any, Any, Any]] = []
         self._popped = False  # the counter is off the dispatch stack for an op seen before
 
     def _set(self, key: Any) -> None:
@@ -139,6 +142,8 @@ class CostProbe(Probe):
                 self._counter.__exit__(None, None, None)
                 raise
         self._saved, self._entered = saved, True
+        if saved is not None:
+            self._seen = SeenSaves(saved)
         self._set(root.id)
 
     # called around every op and module call: _set written out
@@ -162,25 +167,38 @@ class CostProbe(Probe):
     def enter_op_args(self, fn: FunctionNode, func: Any, args: tuple[Any, ...] | None, kwargs: Any) -> None:
         """An op seen before with the same signature (:func:`op_signature`) runs with the
         FLOP counter off the dispatch stack (where it alone is on it): its cost is the one
-        measured the first time.  Autograd's saved-tensor hooks still see it."""
+        measured the first time; and with the saved-tensor hooks off where what it saves
+        was learnt (:mod:`.savedops`)."""
         counter = self._counter
         self._stack.append(counter.current)
         fid = fn.id
         counter.current = fid
         saved = self._saved
+        seen = None
         if saved is not None:
             saved.current = fid
-        sig = None if args is None else op_signature(func, args, kwargs)
+            if args is not None:
+                tensors: list[Any] = []
+                sig = op_signature(func, args, kwargs, tensors)
+                if sig is not None:
+                    seen = self._seen.enter(sig, tensors)
+            else:
+                sig = None
+        else:
+            sig = None if args is None else op_signature(func, args, kwargs)
         if sig is not None:
             cost = self._costs.get(sig)
             if cost is not None and not self._popped and _stack_len() == 1 and _stack_at(0) is counter:
                 _pop_mode(None)
                 self._popped = True
-                self._ops.append((sig, cost))
+                self._ops.append((sig, cost, seen))
                 return
-        self._ops.append((sig, None))
+        self._ops.append((sig, None, seen))
 
     def exit_op(self, fn: FunctionNode, func: Any) -> Any:
+        return self.exit_op_result(fn, func, None)
+
+    def exit_op_result(self, fn: FunctionNode, func: Any, out: Any) -> Any:
         stack, counter = self._stack, self._counter
         key = stack.pop() if stack else None
         counter.current = key
@@ -188,8 +206,10 @@ class CostProbe(Probe):
         if saved is not None:
             saved.current = key
         ops = self._ops
-        sig, cost = ops.pop() if ops else _NOTHING_RAN
+        sig, cost, seen = ops.pop() if ops else _NOTHING_RAN
         fid = fn.id
+        if seen is not None:
+            self._seen.exit(seen, fid, out)
         if cost is not None:
             _push_mode(counter)
             self._popped = False
@@ -224,6 +244,7 @@ class CostProbe(Probe):
         if self._popped:  # (an op seen before was left by an exception between its hooks)
             _push_mode(counter)
             self._popped = False
+        self._seen.undo()  # (an op that left its saved-tensor hooks off, likewise)
         try:
             if saved is not None:
                 saved.__exit__(None, None, None)
