@@ -59,7 +59,7 @@ _stack_len = torch._C._len_torch_dispatch_stack
 _stack_at = torch._C._get_dispatch_stack_at
 _pop_mode = torch._C._pop_torch_dispatch_stack
 _push_mode = torch._C._push_on_torch_dispatch_stack
-_NOTHING_RAN = (None, None, None)  # (signature, cost, saves) of an op whose hooks were not paired
+_NOTHING_RAN = (None, None, None)  # (what is known of its signature, cost, saves) of an op without one
 
 
 @contextlib.contextmanager
@@ -109,10 +109,10 @@ class CostProbe(Probe):
         self._calls: list[ModuleNode] = []
         self._modules: list[nn.Module] = []
         self._entered = False
-        # op signature -> (FLOPs or None where no formula ran, uncounted calls, the memo of
-        # its calls) when it first ran
-        self._costs: dict[Any, tuple[int | None, Mapping[str, int], Any]] = {}
-        # per op running: (signature, its cost on a hit, the state of its saves: savedops.py)
+        # op signature -> [(FLOPs or None where no formula ran, uncounted calls, the memo of
+        # its calls) when it first ran, what it saves (savedops.py)]
+        self._costs: dict[Any, list[Any]] = {}
+        # per op running: (what is known of its signature, its cost on a hit, the state of its saves)
         self._ops: list[tuple[Any, Any, Any]] = []
         self._popped = False  # the counter is off the dispatch stack for an op seen before
 
@@ -174,26 +174,30 @@ class CostProbe(Probe):
         fid = fn.id
         counter.current = fid
         saved = self._saved
-        seen = None
-        if saved is not None:
-            saved.current = fid
-            if args is not None:
-                tensors: list[Any] = []
-                sig = op_signature(func, args, kwargs, tensors)
-                if sig is not None:
-                    seen = self._seen.enter(sig, tensors)
-            else:
-                sig = None
+        if args is None:
+            sig = None
+        elif saved is None:
+            sig = op_signature(func, args, kwargs)
         else:
-            sig = None if args is None else op_signature(func, args, kwargs)
-        if sig is not None:
-            cost = self._costs.get(sig)
-            if cost is not None and not self._popped and _stack_len() == 1 and _stack_at(0) is counter:
-                _pop_mode(None)
-                self._popped = True
-                self._ops.append((sig, cost, seen))
-                return
-        self._ops.append((sig, None, seen))
+            saved.current = fid
+            tensors: list[Any] = []
+            sig = op_signature(func, args, kwargs, tensors)
+        if sig is None:
+            if saved is not None:
+                saved.current = fid
+            self._ops.append(_NOTHING_RAN)
+            return
+        known = self._costs.get(sig)
+        if known is None:
+            known = self._costs[sig] = [None, None]
+        seen = None if saved is None else self._seen.enter(known, tensors)
+        cost = known[0]
+        if cost is not None and not self._popped and _stack_len() == 1 and _stack_at(0) is counter:
+            _pop_mode(None)
+            self._popped = True
+            self._ops.append((known, cost, seen))
+            return
+        self._ops.append((known, None, seen))
 
     def exit_op(self, fn: FunctionNode, func: Any) -> Any:
         return self.exit_op_result(fn, func, None)
@@ -206,7 +210,7 @@ class CostProbe(Probe):
         if saved is not None:
             saved.current = key
         ops = self._ops
-        sig, cost, seen = ops.pop() if ops else _NOTHING_RAN
+        known, cost, seen = ops.pop() if ops else _NOTHING_RAN
         fid = fn.id
         if seen is not None:
             self._seen.exit(seen, fid, out)
@@ -226,9 +230,9 @@ class CostProbe(Probe):
                         u[name] = u.get(name, 0) + n
             return memo
         memo = counter.cost_of(fid)
-        if sig is not None:
+        if known is not None:
             flops = counter.flops.get(fid)
-            self._costs[sig] = (flops, memo[1], (flops or 0, memo[1]))
+            known[0] = (flops, memo[1], (flops or 0, memo[1]))
         return memo
 
     def replay_op(self, fn: FunctionNode, func: Any, memo: Any) -> None:

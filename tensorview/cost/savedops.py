@@ -24,14 +24,13 @@ op that returned something.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from typing import Any
 
 import torch
 
 from .memory import SavedTensors, _parameter
 
-__all__ = ["SeenSaves"]
+__all__ = ["SAVES", "SeenSaves"]
 
 _autograd = torch._C._autograd
 _top = _autograd._top_saved_tensors_default_hooks
@@ -41,6 +40,8 @@ _Tensor = torch.Tensor
 #: a signature whose op is never replayed (its saves are not a pattern)
 _NEVER: tuple[Any, ...] = ()
 _LEARN = object()
+#: the slot of what is known of a signature that holds what its op saves
+SAVES = 1
 
 
 def _outputs(out: Any, acc: list[torch.Tensor], depth: int = 0) -> list[torch.Tensor]:
@@ -62,46 +63,48 @@ def _storage(t: torch.Tensor) -> Any:
 
 class SeenSaves:
     """Learns and replays what ops save (module docstring), for one :class:`SavedTensors`
-    while its hooks are active.  ``enter`` before the op (with the signature and the
-    tensors of its arguments), ``exit`` after it with the state ``enter`` returned."""
+    while its hooks are active.  ``enter`` before the op, with what is known of its
+    signature (``known``: a list whose slot ``SAVES`` this class fills: the pattern, or
+    ``_NEVER``) and the tensors of its arguments; ``exit`` after it with the state
+    ``enter`` returned.  A pattern is ``(argument index, or ~result index, per tensor
+    saved; how many tensors the result has; whether any is a result's)``."""
 
     def __init__(self, saved: SavedTensors) -> None:
         self.saved = saved
-        #: signature -> (pattern: argument index, or ~result index, per tensor saved;
-        #: how many tensors the result has), or _NEVER
-        self.patterns: dict[Hashable, tuple[Any, ...]] = {}
         self.off = False  # the hooks are popped for an op now
+        self._hook = saved._pack_hook
 
-    def _ours_on_top(self) -> bool:
+    def enter(self, known: list[Any], tensors: list[torch.Tensor]) -> Any:
+        """Before the op runs: None (nothing to do), or the state to give ``exit``."""
+        pattern = known[SAVES]
+        if pattern is _NEVER or self.off:
+            return None
         top = _top(False)
-        return top is not None and top[0] is self.saved._pack_hook
-
-    def enter(self, sig: Hashable, tensors: list[torch.Tensor]) -> Any:
-        """Before op ``sig`` runs: None (nothing to do), or the state to give ``exit``."""
-        pattern = self.patterns.get(sig)
-        if pattern is _NEVER or self.off or not self._ours_on_top():
+        if top is None or top[0] is not self._hook:  # (hooks of the model's own are innermost)
             return None
         if pattern is None:  # first seen: learn from what the hooks file
-            return (_LEARN, sig, tensors, len(self.saved._pending))
+            return (_LEARN, known, tensors, len(self.saved._pending))
         _pop()
         self.off = True
         return (pattern, tensors)
 
     def exit(self, state: Any, key: Any, out: Any) -> None:
         """After the op (``out`` its result, None where it raised)."""
-        if state[0] is _LEARN:
+        pattern, tensors = state[0], state[1]
+        if pattern is _LEARN:
             self._learn(state, key, out)
             return
         saved = self.saved
         if self.off:
-            _push(saved._pack_hook, saved._unpack)
+            _push(self._hook, saved._unpack)
             self.off = False
-        (refs, n_out), tensors = state
         if out is None:  # (it raised)
             return
-        outs = _outputs(out, [])
-        if len(outs) != n_out:
-            return
+        refs, n_out, results = pattern
+        if results:
+            outs = [out] if n_out == 1 and isinstance(out, _Tensor) else _outputs(out, [])
+            if len(outs) != n_out:
+                return
         param_cdata, pending, alive = saved._param_cdata, saved._pending, saved._alive
         for ref in refs:
             t = tensors[ref] if ref >= 0 else outs[~ref]
@@ -115,12 +118,12 @@ class SeenSaves:
         """The hooks back where an op left them off (it ended by an exception between
         ``enter`` and ``exit``)."""
         if self.off:
-            _push(self.saved._pack_hook, self.saved._unpack)
+            _push(self._hook, self.saved._unpack)
             self.off = False
 
     def _learn(self, state: Any, key: Any, out: Any) -> None:
-        _, sig, tensors, mark = state
-        if out is None or sig in self.patterns:  # (it raised, or returned nothing: learnt another time)
+        _, known, tensors, mark = state
+        if out is None or known[SAVES] is not None:  # (it raised or returned nothing; learnt inside it)
             return
         outs = _outputs(out, [])
         stores = [_storage(t) for t in tensors]
@@ -133,13 +136,13 @@ class SeenSaves:
             if not hits:
                 hits = [~j for j, c in enumerate(out_ids) if c == cdata]
             if k != key or cdata < 0 or len(hits) != 1:
-                self.patterns[sig] = _NEVER
+                known[SAVES] = _NEVER
                 return
             ref = hits[0]
             t, s = (tensors[ref], stores[ref]) if ref >= 0 else (outs[~ref], out_stores[~ref])
             flag = cdata in self.saved._param_cdata or _parameter(t) or (t._is_view() and _parameter(t._base))
             if s.nbytes() != nbytes or flag != param:
-                self.patterns[sig] = _NEVER
+                known[SAVES] = _NEVER
                 return
             refs.append(ref)
-        self.patterns[sig] = (tuple(refs), len(outs))
+        known[SAVES] = (tuple(refs), len(outs), any(r < 0 for r in refs))
