@@ -223,8 +223,8 @@ class CostProbe(Probe):
                 counted[fid] = counted.get(fid, 0) + flops
             if uncounted:
                 u = counter.uncounted.get(fid)
-                if u is None:
-                    counter.uncounted[fid] = dict(uncounted)
+                if u is None:  # (shared by every op of the signature: nothing is counted under fid now)
+                    counter.uncounted[fid] = uncounted
                 else:
                     for name, n in uncounted.items():
                         u[name] = u.get(name, 0) + n
