@@ -17,7 +17,8 @@ exactly one argument, or else of exactly one result and of no argument; the size
 hook read is the size the pattern reads, and so is the parameter flag.  An op that saves
 a tensor made inside it (dropout's mask, batch norm's statistics), one read from
 elsewhere, or one that calls a recorded module that saves, keeps its hooks on for good.
-As for FLOPs, the signature is taken to decide what the op saves.  An op replayed so that
+An op that saved nothing keeps them on too (they are not called: popping them would cost
+more).  As for FLOPs, the signature is taken to decide what the op saves.  An op replayed so that
 raises files nothing (what ran before the error is not known); a pattern is learnt from an
 op that returned something.
 """
@@ -39,6 +40,8 @@ _push = _autograd._push_saved_tensors_default_hooks
 _Tensor = torch.Tensor
 #: a signature whose op is never replayed (its saves are not a pattern)
 _NEVER: tuple[Any, ...] = ()
+#: a signature whose op saves nothing (run with the hooks, which are not called)
+_NOTHING: tuple[Any, ...] = ((), 0, False)
 _LEARN = object()
 #: the slot of what is known of a signature that holds what its op saves
 SAVES = 1
@@ -77,7 +80,7 @@ class SeenSaves:
     def enter(self, known: list[Any], tensors: list[torch.Tensor]) -> Any:
         """Before the op runs: None (nothing to do), or the state to give ``exit``."""
         pattern = known[SAVES]
-        if pattern is _NEVER or self.off:
+        if pattern is _NEVER or pattern is _NOTHING or self.off:  # (nothing saved: the hooks cost nothing)
             return None
         top = _top(False)
         if top is None or top[0] is not self._hook:  # (hooks of the model's own are innermost)
@@ -145,4 +148,4 @@ class SeenSaves:
                 known[SAVES] = _NEVER
                 return
             refs.append(ref)
-        known[SAVES] = (tuple(refs), len(outs), any(r < 0 for r in refs))
+        known[SAVES] = (tuple(refs), len(outs), any(r < 0 for r in refs)) if refs else _NOTHING

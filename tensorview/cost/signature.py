@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from ..recording.metacache import describe
+from ..recording.metacache import _ATOMS, describe
 
 __all__ = ["op_signature"]
 
@@ -20,6 +20,7 @@ _grad_enabled, _inference_mode, _autocast = (
     torch.is_inference_mode_enabled,
     torch.is_autocast_enabled,
 )
+_ATOM_TYPES = frozenset(_ATOMS)
 #: type -> whether it is a tensor type (learnt on use: the recorder's subclass, Parameter...)
 _TENSOR_TYPE: dict[type, bool] = {}
 
@@ -67,11 +68,16 @@ def op_signature(
             parts += (a.shape, a.stride(), a.dtype, a.device, a.layout, a.requires_grad)
             if tensors is not None:
                 tensors.append(a)
+        elif ta in _ATOM_TYPES:  # (a plain value, as ``describe`` puts it)
+            parts.append((ta, a))
         elif not describe(a, parts, 0, _tensor if tensors is None else _kept(tensors)):
             return None
     if kwargs:
         for k, v in kwargs.items():
             parts.append(k)
-            if not describe(v, parts, 0, _tensor if tensors is None else _kept(tensors)):
+            tv = type(v)
+            if tv in _ATOM_TYPES:
+                parts.append((tv, v))
+            elif not describe(v, parts, 0, _tensor if tensors is None else _kept(tensors)):
                 return None
     return tuple(parts)
