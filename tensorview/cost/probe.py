@@ -10,7 +10,8 @@ meta-replay template, and ``replay_op`` adds it for every replayed call, so meta
 gives the same numbers as running every op.  On a real device an op whose signature
 (:func:`op_signature`) was seen before in the recording runs without the counter and is
 given the cost measured then (the counter's Python call per aten op is most of the
-probe's time per op).
+probe's time per op); where what it saves was learnt then, it also runs without the
+saved-tensor hooks and its saves are filed as learnt (:mod:`.savedops`).
 
 On meta, ``F.scaled_dot_product_attention`` runs through the CPU's fused kernel where the
 CPU would use it (:func:`~.memory.sdpa_as_on_cpu`, a probe substitute), so autograd saves
