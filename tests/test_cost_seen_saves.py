@@ -147,3 +147,20 @@ def test_the_models_own_hooks_see_every_save() -> None:
         rec.model(torch.randn(2, 4, requires_grad=True))  # type: ignore[operator]
     assert sorted(seen) == [(2, 4), (4, 4)]  # the second linear's input and weight, by the model's hooks
     assert probe.record is not None and probe.record.total_saved_bytes == 2 * 4 * 4  # (ours saw the first)
+
+
+def test_replayed_storages_freed_at_once_stay_apart() -> None:
+    """A storage filed by pattern stays referenced while the hooks are active, as one the
+    hook saw: one freed at once cannot hand its address to a later one."""
+    from tensorview.cost.savedops import SeenSaves
+
+    x = torch.randn(64, requires_grad=True)
+    saved = SavedTensors()
+    with saved:
+        seen, known = SeenSaves(saved), [None, None]  # (what is known of one signature)
+        for key in range(20):
+            saved.current = key
+            state = seen.enter(known, [x])
+            seen.exit(state, key, (x * 2).exp())  # exp saves its result, freed right after
+        assert known[1] is not None and known[1][0] == (~0,)  # learnt: the result
+    assert saved.total == 20 * 64 * 4 and len(saved.storages) == 20
