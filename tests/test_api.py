@@ -383,3 +383,43 @@ def test_save_graph_must_be_a_bool(tmp_path: Path, value: object) -> None:
     with pytest.raises(tv.InvalidTypeError, match=rf"save_graph must be True or False, got {value!r}"):
         tv.draw_graph(zoo.InplaceModule(), input_size=(2, 4), save_graph=value, directory=str(tmp_path))  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
+
+
+class WritesParameterAndCounter(nn.Module):
+    """A training forward writes a parameter in place (under no_grad) and, through its
+    BatchNorm, the BatchNorm's step counter."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc, self.bn = nn.Linear(4, 4), nn.BatchNorm1d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            self.fc.weight.mul_(1.0)
+        return self.bn(self.fc(x))
+
+
+@pytest.mark.parametrize("call", ["draw_graph", "summary"])
+def test_a_copys_own_buffers_are_not_saved_to_be_put_back(monkeypatch: pytest.MonkeyPatch, call: str) -> None:
+    """What a forward writes into the copy's own buffers (a BatchNorm's step counter at
+    each training forward) goes with the copy: only the caller's tensors it shares (the
+    parameters) are saved before a write and put back (recording/keep.py)."""
+    from tensorview.recording.keep import KeptParameters
+
+    kept: list[list[str]] = []
+    restore = KeptParameters.restore
+
+    def noting(self: KeptParameters) -> None:
+        kept.append([type(p).__name__ for p, _, _ in self.saved.values()])
+        restore(self)
+
+    monkeypatch.setattr(KeptParameters, "restore", noting)
+    model, x = WritesParameterAndCounter().eval(), torch.randn(3, 4)
+    weight = model.fc.weight.detach().clone()
+    if call == "draw_graph":
+        g = tv.draw_graph(model, input_data=x, mode="train").graph
+    else:
+        g = tv.summary(model, input_data=x, device="cpu", verbose=0).graph.graph
+    assert [n.op for n in g.functions()][:1] == ["mul_"] and "add_" in [n.op for n in g.functions()]
+    assert kept == [["Parameter"]]  # fc's weight, not bn's counter
+    assert model.bn.num_batches_tracked.item() == 0 and torch.equal(model.fc.weight, weight)

@@ -203,3 +203,32 @@ def test_two_probes_see_what_each_sees_alone() -> None:
         assert (a.replayed > 0) == (device == "meta") and a.open == b.open == []
         assert cost.record == cost_alone.record and cost.record is not None and cost.record.total_flops > 0
         assert set(rec.graph.graph.annotations.names()) >= {"seen", "flops"}
+
+
+class Results(Probe):
+    """``exit_op_result``: what each op returned (its shapes; None where it raised)."""
+
+    name = "results"
+
+    def __init__(self) -> None:
+        self.shapes: dict[int, Any] = {}
+
+    def exit_op_result(self, fn: FunctionNode, func: Any, out: Any) -> Any:
+        self.shapes[fn.id] = tuple(out.shape) if isinstance(out, torch.Tensor) else out
+        return None
+
+    def layers(self) -> dict[str, dict[int, Any]]:
+        return {self.name: self.shapes}
+
+
+@pytest.mark.parametrize("several", [False, True])
+def test_exit_op_result_sees_what_each_op_returned(several: bool) -> None:
+    probe, other = Results(), OpShapes()
+    probes: list[Probe] = [probe, other] if several else [probe]
+    model = nn.Sequential(nn.Linear(8, 4), nn.ReLU())
+    with tv.Recorder(model, probes=probes) as rec:
+        model(torch.randn(3, 8))
+    g = rec.graph.graph
+    assert {g[i].op: shape for i, shape in probe.shapes.items()} == {"linear": (3, 4), "relu": (3, 4)}
+    if several:
+        assert other.ran == 2  # (a probe with exit_op only is still told)

@@ -30,7 +30,9 @@ How the probe wires it into the recorder (recording/probes.py)
    before in this recording with the same signature (``probe.op_signature``: function,
    tensor shapes, strides, dtypes, devices, grad flags, plain values, grad/autocast
    modes; not on meta) runs with ``OpFlops`` off the dispatch stack and is given the
-   cost measured the first time (the saved-tensor hooks still see it).
+   cost measured the first time; and, where what it saves was learnt the first time as
+   a pattern of its arguments and results (:mod:`.savedops`), with the saved-tensor
+   hooks off, its saves filed by that pattern (``exit_op_result`` sees the result).
 3. **Meta replay**: ``exit_op`` returns ``flops.cost_of(fn.id)`` as the memo of the
    replay template and ``replay_op`` adds it to the replayed node.  Saved bytes need
    nothing: ops whose arguments need grad (the only ones that save) are never replayed.

@@ -177,6 +177,7 @@ class SavedTensors:
         self._pending: list[tuple[Key, int, int, bool]] = []
         self._alive: list[Any] = []  # every storage saved, while active
         self._hooks: Any = None
+        self._pack_hook: Any = None  # the pack hook pushed (one bound method: savedops.py finds it on top)
 
     @property
     def storages(self) -> dict[Key, dict[int, int]]:
@@ -269,7 +270,8 @@ class SavedTensors:
         return t
 
     def __enter__(self) -> SavedTensors:
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+        self._pack_hook = self._pack
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack_hook, self._unpack)
         self._hooks.__enter__()
         return self
 

@@ -83,6 +83,7 @@ class ModuleParams:
 
 
 _new = object.__new__
+_set = object.__setattr__
 
 
 def _row(path: str, n: int, trainable: int, buffers: int, nbytes: int, buffer_bytes: int, repeat: bool) -> ModuleParams:
@@ -91,16 +92,20 @@ def _row(path: str, n: int, trainable: int, buffers: int, nbytes: int, buffer_by
     dataclass's ``__init__`` sets each through ``object.__setattr__``, 2.5x the time, and a
     recording makes one per module call)."""
     row = _new(ModuleParams)
-    row.__dict__.update(
-        path=path,
-        params=n,
-        trainable=trainable,
-        buffers=buffers,
-        param_bytes=nbytes,
-        buffer_bytes=buffer_bytes,
-        shared_params=0,
-        shared_with=(),
-        repeat=repeat,
+    _set(
+        row,
+        "__dict__",
+        {
+            "path": path,
+            "params": n,
+            "trainable": trainable,
+            "buffers": buffers,
+            "param_bytes": nbytes,
+            "buffer_bytes": buffer_bytes,
+            "shared_params": 0,
+            "shared_with": (),
+            "repeat": repeat,
+        },
     )
     return row
 
@@ -138,14 +143,18 @@ def module_params_and_totals(
     """:func:`module_params` and :func:`param_totals` of ``model``, from one walk of its tree."""
     calls = list(calls)
     tree = plain_tree(model)
-    if tree is None or not all(tree.get(id(m), _NOWHERE)[0] == path for path, m in calls):
+    if tree is None:
         return _general(model, calls)
     # no sharing anywhere: a call's figures are its subtree's sums, nothing is shared
     rows: list[ModuleParams] = []
     seen_modules: set[int] = set()
+    at = tree.get
     for path, module in calls:
         key = id(module)
-        n, trainable, param_bytes, _, n_buffers, buffer_bytes = tree[key][1]
+        got = at(key, _NOWHERE)
+        if got[0] != path:  # (called under another path, or from outside the model)
+            return _general(model, calls)
+        n, trainable, param_bytes, _, n_buffers, buffer_bytes = got[1]
         rows.append(_row(path, n, trainable, n_buffers, param_bytes, buffer_bytes, key in seen_modules))
         seen_modules.add(key)
     n, trainable, param_bytes, trainable_bytes, n_buffers, buffer_bytes = tree[id(model)][1]

@@ -57,26 +57,54 @@ def plain_tree(model: nn.Module) -> dict[int, tuple[str, list[int]]] | None:
     tree: dict[int, tuple[str, list[int]]] = {}
     order: list[tuple[list[int], list[int] | None]] = []  # (figures, its parent's), parents first
     stack: list[tuple[str, nn.Module, list[int] | None]] = [("", model, None)]
+    pop, push = stack.pop, stack.append
     while stack:
-        path, m, up = stack.pop()
-        if id(m) in tree:
+        path, m, up = pop()
+        key = id(m)
+        if key in tree:
             return None
-        if not (m._parameters or m._buffers or m._modules):  # (an activation, a dropout...)
-            tree[id(m)] = (path, _NONE)
+        own, held, children = m._parameters, m._buffers, m._modules
+        if not (own or held or children):  # (an activation, a dropout...)
+            tree[key] = (path, _NONE)
             continue
-        own = [p for p in m._parameters.values() if p is not None]
-        held = [t for t in m._buffers.values() if t is not None]
-        for t, seen in zip((*own, *held), (params,) * len(own) + (buffers,) * len(held)):
-            if id(t) in seen:
+        # (tensor_figures written out, with the check that each tensor is met once)
+        n = trainable = nbytes = trainable_bytes = n_buffers = buffer_bytes = 0
+        for p in own.values():
+            if p is None:
+                continue
+            i = id(p)
+            if i in params:
                 return None
-            seen.add(id(t))
-        figures = tensor_figures(own, held)
-        tree[id(m)] = (path, figures)
+            params.add(i)
+            if type(p) not in _EAGER and is_lazy(p):
+                continue
+            k = p.numel()
+            b = k * p.element_size()
+            n += k
+            nbytes += b
+            if p.requires_grad:
+                trainable += k
+                trainable_bytes += b
+        for t in held.values():
+            if t is None:
+                continue
+            i = id(t)
+            if i in buffers:
+                return None
+            buffers.add(i)
+            if type(t) not in _EAGER and is_lazy(t):
+                continue
+            k = t.numel()
+            n_buffers += k
+            buffer_bytes += k * t.element_size()
+        figures = [n, trainable, nbytes, trainable_bytes, n_buffers, buffer_bytes]
+        tree[key] = (path, figures)
         order.append((figures, up))
-        prefix = path + "." if path else ""
-        for name, c in m._modules.items():
-            if c is not None:
-                stack.append((prefix + name, c, figures))
+        if children:
+            prefix = path + "." if path else ""
+            for name, c in children.items():
+                if c is not None:
+                    push((prefix + name, c, figures))
     for f, up in reversed(order):  # (every module after all of its subtree)
         if up is not None and f != _ZERO:
             up[0] += f[0]

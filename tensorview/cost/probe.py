@@ -10,7 +10,8 @@ meta-replay template, and ``replay_op`` adds it for every replayed call, so meta
 gives the same numbers as running every op.  On a real device an op whose signature
 (:func:`op_signature`) was seen before in the recording runs without the counter and is
 given the cost measured then (the counter's Python call per aten op is most of the
-probe's time per op).
+probe's time per op); where what it saves was learnt then, it also runs without the
+saved-tensor hooks and its saves are filed as learnt (:mod:`.savedops`).
 
 On meta, ``F.scaled_dot_product_attention`` runs through the CPU's fused kernel where the
 CPU would use it (:func:`~.memory.sdpa_as_on_cpu`, a probe substitute), so autograd saves
@@ -50,6 +51,7 @@ from .memory import ON_META, SavedTensors
 from .params import module_params_and_totals
 from .record import CostRecord, roll_up
 from .replay import ReplayingOpFlops
+from .savedops import SeenSaves
 from .signature import op_signature
 
 __all__ = ["CostProbe", "op_signature"]
@@ -58,7 +60,7 @@ _stack_len = torch._C._len_torch_dispatch_stack
 _stack_at = torch._C._get_dispatch_stack_at
 _pop_mode = torch._C._pop_torch_dispatch_stack
 _push_mode = torch._C._push_on_torch_dispatch_stack
-_NOTHING_RAN = (None, None)  # (signature, cost) of an op whose hooks were not paired
+_NOTHING_RAN = (None, None, None)  # (what is known of its signature, cost, saves) of an op without one
 
 
 @contextlib.contextmanager
@@ -103,14 +105,16 @@ class CostProbe(Probe):
         self.record: CostRecord | None = None
         self._counter = OpFlops()
         self._saved: SavedTensors | None = None
+        self._seen = SeenSaves(SavedTensors())
         self._stack: list[Any] = []
         self._calls: list[ModuleNode] = []
         self._modules: list[nn.Module] = []
         self._entered = False
-        # op signature -> (FLOPs or None where no formula ran, uncounted calls, the memo of
-        # its calls) when it first ran
-        self._costs: dict[Any, tuple[int | None, Mapping[str, int], Any]] = {}
-        self._ops: list[tuple[Any, Any]] = []  # per op running: (signature, its cost on a hit)
+        # op signature -> [(FLOPs or None where no formula ran, uncounted calls, the memo of
+        # its calls) when it first ran, what it saves (savedops.py)]
+        self._costs: dict[Any, list[Any]] = {}
+        # per op running: (what is known of its signature, its cost on a hit, the state of its saves)
+        self._ops: list[tuple[Any, Any, Any]] = []
         self._popped = False  # the counter is off the dispatch stack for an op seen before
 
     def _set(self, key: Any) -> None:
@@ -139,6 +143,8 @@ class CostProbe(Probe):
                 self._counter.__exit__(None, None, None)
                 raise
         self._saved, self._entered = saved, True
+        if saved is not None:
+            self._seen = SeenSaves(saved)
         self._set(root.id)
 
     # called around every op and module call: _set written out
@@ -162,25 +168,42 @@ class CostProbe(Probe):
     def enter_op_args(self, fn: FunctionNode, func: Any, args: tuple[Any, ...] | None, kwargs: Any) -> None:
         """An op seen before with the same signature (:func:`op_signature`) runs with the
         FLOP counter off the dispatch stack (where it alone is on it): its cost is the one
-        measured the first time.  Autograd's saved-tensor hooks still see it."""
+        measured the first time; and with the saved-tensor hooks off where what it saves
+        was learnt (:mod:`.savedops`)."""
         counter = self._counter
         self._stack.append(counter.current)
         fid = fn.id
         counter.current = fid
         saved = self._saved
-        if saved is not None:
+        if args is None:
+            sig = None
+        elif saved is None:
+            sig = op_signature(func, args, kwargs)
+        else:
             saved.current = fid
-        sig = None if args is None else op_signature(func, args, kwargs)
-        if sig is not None:
-            cost = self._costs.get(sig)
-            if cost is not None and not self._popped and _stack_len() == 1 and _stack_at(0) is counter:
-                _pop_mode(None)
-                self._popped = True
-                self._ops.append((sig, cost))
-                return
-        self._ops.append((sig, None))
+            tensors: list[Any] = []
+            sig = op_signature(func, args, kwargs, tensors)
+        if sig is None:
+            if saved is not None:
+                saved.current = fid
+            self._ops.append(_NOTHING_RAN)
+            return
+        known = self._costs.get(sig)
+        if known is None:
+            known = self._costs[sig] = [None, None]
+        seen = None if saved is None else self._seen.enter(known, tensors)
+        cost = known[0]
+        if cost is not None and not self._popped and _stack_len() == 1 and _stack_at(0) is counter:
+            _pop_mode(None)
+            self._popped = True
+            self._ops.append((known, cost, seen))
+            return
+        self._ops.append((known, None, seen))
 
     def exit_op(self, fn: FunctionNode, func: Any) -> Any:
+        return self.exit_op_result(fn, func, None)
+
+    def exit_op_result(self, fn: FunctionNode, func: Any, out: Any) -> Any:
         stack, counter = self._stack, self._counter
         key = stack.pop() if stack else None
         counter.current = key
@@ -188,8 +211,10 @@ class CostProbe(Probe):
         if saved is not None:
             saved.current = key
         ops = self._ops
-        sig, cost = ops.pop() if ops else _NOTHING_RAN
+        known, cost, seen = ops.pop() if ops else _NOTHING_RAN
         fid = fn.id
+        if seen is not None:
+            self._seen.exit(seen, fid, out)
         if cost is not None:
             _push_mode(counter)
             self._popped = False
@@ -199,16 +224,16 @@ class CostProbe(Probe):
                 counted[fid] = counted.get(fid, 0) + flops
             if uncounted:
                 u = counter.uncounted.get(fid)
-                if u is None:
-                    counter.uncounted[fid] = dict(uncounted)
+                if u is None:  # (shared by every op of the signature: nothing is counted under fid now)
+                    counter.uncounted[fid] = uncounted
                 else:
                     for name, n in uncounted.items():
                         u[name] = u.get(name, 0) + n
             return memo
         memo = counter.cost_of(fid)
-        if sig is not None:
+        if known is not None:
             flops = counter.flops.get(fid)
-            self._costs[sig] = (flops, memo[1], (flops or 0, memo[1]))
+            known[0] = (flops, memo[1], (flops or 0, memo[1]))
         return memo
 
     def replay_op(self, fn: FunctionNode, func: Any, memo: Any) -> None:
@@ -224,6 +249,7 @@ class CostProbe(Probe):
         if self._popped:  # (an op seen before was left by an exception between its hooks)
             _push_mode(counter)
             self._popped = False
+        self._seen.undo()  # (an op that left its saved-tensor hooks off, likewise)
         try:
             if saved is not None:
                 saved.__exit__(None, None, None)

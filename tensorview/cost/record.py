@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from itertools import accumulate
+from operator import sub
 from typing import Any
 
 from ..graph import ModuleNode
@@ -79,11 +80,13 @@ def roll_up(
     totals: ParamTotals,
 ) -> CostRecord:
     """The record of one recording: per-key measurements of ``counter`` and ``saved``
-    (keys are node ids), rolled up over every module call of ``calls``."""
+    (keys are node ids), rolled up over every module call of ``calls``.  The record's
+    ``uncounted`` mappings are the counter's (not copied: thousands of small dicts, most
+    of the roll-up's time): neither is changed afterwards."""
     module_ids = {m.id for m in calls}
     flops: dict[int, int] = {k: v for k, v in counter.flops.items() if isinstance(k, int) and k not in module_ids and v}
     uncounted: dict[int, Mapping[str, int]] = {
-        k: dict(v) for k, v in counter.uncounted.items() if isinstance(k, int) and k not in module_ids and v
+        k: v for k, v in counter.uncounted.items() if isinstance(k, int) and k not in module_ids and v
     }
     fkeys = _ids(counter.flops)
     ukeys = _ids(counter.uncounted)
@@ -103,28 +106,30 @@ def roll_up(
         saved_bytes = {k: v for k, v in per_key.items() if isinstance(k, int) and k not in module_ids and v}
     uncounted_of = counter.uncounted
     total_saved: int | None = None
-    for m in calls:  # one module call: the keys in [m.id, end) of each table
-        start = min(m.id, last)
-        end = min(m.end, last) if m.end >= 0 else last
-        flops[m.id] = flops_below[end] - flops_below[start]
-        lo, hi = ukeys_below[start], ukeys_below[end]
+    # each module call: the keys in [start, end) of each table (lists made in C-level loops)
+    ids = [m.id for m in calls]
+    starts = [k if k < last else last for k in ids]
+    ends = [e if 0 <= e < last else last for e in [m.end for m in calls]]
+    flops.update(zip(ids, map(sub, map(flops_below.__getitem__, ends), map(flops_below.__getitem__, starts))))
+    below_at = ukeys_below.__getitem__
+    for mid, lo, hi in zip(ids, map(below_at, starts), map(below_at, ends)):
         if lo < hi:
             one = uncounted_of[ukeys[lo]] if hi == lo + 1 else None
             # (one key with one name, as most calls of a leaf module: nothing to merge or sort)
-            merged = (
-                dict(one) if one is not None and len(one) == 1 else merge_counts(uncounted_of[k] for k in ukeys[lo:hi])
-            )
+            merged = one if one is not None and len(one) == 1 else merge_counts(uncounted_of[k] for k in ukeys[lo:hi])
             if merged:
-                uncounted[m.id] = merged
-        if saved is not None:
-            lo, hi = skeys_below[start], skeys_below[end]
+                uncounted[mid] = merged
+    if saved is not None:
+        below_at = skeys_below.__getitem__
+        every = len(skeys) == len(per_key)
+        for mid, lo, hi in zip(ids, map(below_at, starts), map(below_at, ends)):
             # (one key: its storages are distinct, its sum is the call's)
             if hi == lo + 1:
-                saved_bytes[m.id] = per_key[skeys[lo]]
-            elif lo == 0 and hi == len(skeys) == len(per_key):  # every key (the root call): the total
-                total_saved = saved_bytes[m.id] = saved.total if total_saved is None else total_saved
+                saved_bytes[mid] = per_key[skeys[lo]]
+            elif lo == 0 and hi == len(skeys) and every:  # every key (the root call): the total
+                total_saved = saved_bytes[mid] = saved.total if total_saved is None else total_saved
             else:
-                saved_bytes[m.id] = saved.bytes_of(skeys[lo:hi]) if lo < hi else 0
+                saved_bytes[mid] = saved.bytes_of(skeys[lo:hi]) if lo < hi else 0
     return CostRecord(
         flops=flops,
         uncounted=uncounted,

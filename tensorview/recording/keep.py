@@ -18,6 +18,8 @@ a write of ``p``, and so is one of a tensor sharing ``p``'s storage (``p.detach(
 values of ``state_dict()``, a ``_foreach_`` op's list: timm's EMA); ``p.data = x``
 replaces it (it gets its own tensor back).  Writes
 the recorder cannot see are not caught: a kernel inside an opaque (TorchScript) module.
+On a copy (placement.py) only the tensors it shares with the caller's modules are kept
+(``callers``): its own buffers go with it.
 """
 
 from __future__ import annotations
@@ -45,6 +47,21 @@ def _writes(func: Any) -> bool:
         w = name in _IN_PLACE_OPERATORS or (name.endswith("_") and not name.endswith("__") and name not in _NOT_WRITES)
         _writes_by_func[func] = w
     return w
+
+
+def callers(owned: dict[int, Any], pairs: dict[int, tuple[Any, Any]] | None) -> dict[int, Any]:
+    """The tensors of ``owned`` whose writes the caller would see: all of them, unless the
+    model recorded is a copy (``pairs``: its ``stand_ins``, copies.py), whose own tensors
+    (its buffers, every tensor of a copy on another device) go with it; then those the
+    original modules hold too (the parameters a tree copy shares).  A BatchNorm's step
+    counter written by each training forward of a copy is not saved and put back."""
+    if pairs is None:
+        return owned
+    theirs: set[int] = set()
+    for original, _ in pairs.values():
+        theirs.update(id(t) for t in original._parameters.values() if t is not None)
+        theirs.update(id(t) for t in original._buffers.values() if t is not None)
+    return {k: v for k, v in owned.items() if k in theirs}
 
 
 class KeptParameters:

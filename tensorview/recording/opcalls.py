@@ -114,18 +114,21 @@ class OpRunner:
         else:
             func, args, kwargs = a, None, None
         one = probes.op_hooks_of_one
+        out = None  # (the probes are told the result: None where the op raised)
         if one is not None:  # one probe (the common case): its methods, called directly
             enter, exit_op = one
             enter(fn, func, args, kwargs)
             try:
-                return call(*a, **b) if c is None else call(a, b, c)
+                out = call(*a, **b) if c is None else call(a, b, c)
+                return out
             finally:
-                self._memos = (exit_op(fn, func),)
+                self._memos = (exit_op(fn, func, out),)
         probes.enter_op(fn, func, args, kwargs)
         try:
-            return call(*a, **b) if c is None else call(a, b, c)
+            out = call(*a, **b) if c is None else call(a, b, c)
+            return out
         finally:
-            self._memos = probes.exit_op(fn, func)
+            self._memos = probes.exit_op(fn, func, out)
 
     def call_meta_cached(
         self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ins: list[torch.Tensor], fn: FunctionNode

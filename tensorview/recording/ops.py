@@ -224,17 +224,17 @@ class Ops:
                 top = stack[-1]
             scope = top.node
             fn = self._add_function(OP_NAMES.get(func) or op_name(func), scope, self._read(ins, top))
-            if not (foreign or self.probes is not None or self.writes is not None):
-                # the common case: nothing runs around the op (but meta replay), all under one
-                # switch-off
+            if not (foreign or self.writes is not None):
+                # the common case: nothing around the op but probes (as ``runner.around``) and meta replay
+                probes, meta = self.probes, self._meta
+                call = probes.substitute(func) if probes is not None and probes.substitutes else func
                 try:
-                    meta = self._meta
-                    if meta is None:
-                        out = func(*args, **kwargs)
+                    if meta is not None:
+                        out = meta(call, args, kwargs, ins, fn)
                     else:
-                        out = meta(func, args, kwargs, ins, fn)
+                        out = func(*args, **kwargs) if probes is None else self.runner.run(call, args, kwargs, None, fn)
                 except BaseException as e:
-                    out = self.runner.refused(e, func, args, kwargs, fn, scope)
+                    out = self.runner.refused(e, call, args, kwargs, fn, scope)
                 return self._after_op(out, fn, ins, scope, func)
         out = self.runner.around(func, args, kwargs, ins, foreign, fn, scope, self.writes, self._meta)
         with _Disable():

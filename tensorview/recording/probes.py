@@ -85,6 +85,10 @@ class Probe:
         meta-replay template and passed to ``replay_op`` for replayed calls."""
         return None
 
+    def exit_op_result(self, fn: FunctionNode, func: Any, out: Any) -> Any:
+        """``exit_op`` with what the op returned (None where it raised); override to see it."""
+        return self.exit_op(fn, func)
+
     def replay_op(self, fn: FunctionNode, func: Any, memo: Any) -> None:
         """Op ``func`` was replayed on meta instead of run; ``memo`` is what ``exit_op``
         returned when the op it replays ran."""
@@ -139,8 +143,10 @@ class Probes:
         self._opens = [p.open for p in probes]  # (each probe's ``open``, read once)
         one = probes[0] if len(probes) == 1 else None
         self._one = one
-        #: the one probe's ``enter_op_args`` and ``exit_op`` (None with several): for the op runner
-        self.op_hooks_of_one: tuple[Any, Any] | None = (one.enter_op_args, one.exit_op) if one is not None else None
+        #: the one probe's ``enter_op_args`` and ``exit_op_result`` (None with several): for the op runner
+        self.op_hooks_of_one: tuple[Any, Any] | None = (
+            (one.enter_op_args, one.exit_op_result) if one is not None else None
+        )
 
     def substituting(self) -> bool:
         """Some probe runs its own function in place of an op."""
@@ -190,8 +196,8 @@ class Probes:
         for p in self.probes:
             p.enter_op_args(fn, func, args, kwargs)
 
-    def exit_op(self, fn: FunctionNode, func: Any) -> tuple[Any, ...]:
-        return tuple([p.exit_op(fn, func) for p in self.probes])
+    def exit_op(self, fn: FunctionNode, func: Any, out: Any = None) -> tuple[Any, ...]:
+        return tuple([p.exit_op_result(fn, func, out) for p in self.probes])
 
     def replay_op(self, fn: FunctionNode, func: Any, memos: tuple[Any, ...]) -> None:
         for p, memo in zip(self.probes, memos):

@@ -33,7 +33,7 @@ from .convert import Undo
 from .copies import stand_ins
 from .crossings import Crossings
 from .fxscope import GRAPH_MODULE, interpreted, scoped
-from .keep import KeptParameters
+from .keep import KeptParameters, callers
 from .methods import Methods
 from .ops import Ops
 from .originals import Originals
@@ -93,7 +93,7 @@ class Session:
         self.originals = originals = Originals()
         self.bindings = bindings = Bindings(builder, param_names, undo, token)
         #: the model's parameters and buffers written in place, saved to be put back (keep.py)
-        kept = KeptParameters(param_names, bindings.links(), tree) if keep else None
+        kept = KeptParameters(callers(param_names, self.stand_ins), bindings.links(), tree) if keep else None
         self.crossings = crossings = Crossings(builder, bindings, token)
         self.transforms = transforms = Transforms(builder, bindings, token)
         self.calls = calls = Calls(builder, probes, paths, self.failure, bindings, crossings, transforms, originals)
