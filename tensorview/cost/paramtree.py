@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
-__all__ = ["plain_tree", "tensor_figures"]
+__all__ = ["figures_once", "plain_tree", "tensor_figures"]
 
 _EAGER = (torch.Tensor, nn.Parameter)  # (types that are never lazy: ``is_lazy`` not asked)
 _ZERO = [0] * 6
@@ -23,11 +23,30 @@ _NONE = [0] * 6  # the figures of every module without parameters, buffers or ch
 
 
 def tensor_figures(params: Iterable[torch.Tensor], buffers: Iterable[torch.Tensor]) -> list[int]:
+    """:func:`figures_once` of tensors given once each."""
+    figures = figures_once(params, buffers, None)
+    assert figures is not None  # (nothing is checked without ``seen``)
+    return figures
+
+
+def figures_once(
+    params: Iterable[torch.Tensor | None],
+    buffers: Iterable[torch.Tensor | None],
+    seen: tuple[set[int], set[int]] | None,
+) -> list[int] | None:
     """``[params, trainable, param bytes, trainable bytes, buffers, buffer bytes]`` of these
-    tensors, each given once, in elements and bytes (lazy ones, with no shape before the
-    first forward, count 0)."""
+    tensors (Nones skipped), in elements and bytes (lazy ones, with no shape before the
+    first forward, count 0).  ``seen``: the ids of the parameters and buffers met so far,
+    added to; None (no figures) where one was met before."""
     n = trainable = nbytes = trainable_bytes = n_buffers = buffer_bytes = 0
     for p in params:
+        if p is None:
+            continue
+        if seen is not None:
+            i = id(p)
+            if i in seen[0]:
+                return None
+            seen[0].add(i)
         if type(p) not in _EAGER and is_lazy(p):
             continue
         k = p.numel()
@@ -38,6 +57,13 @@ def tensor_figures(params: Iterable[torch.Tensor], buffers: Iterable[torch.Tenso
             trainable += k
             trainable_bytes += b
     for t in buffers:
+        if t is None:
+            continue
+        if seen is not None:
+            i = id(t)
+            if i in seen[1]:
+                return None
+            seen[1].add(i)
         if type(t) not in _EAGER and is_lazy(t):
             continue
         k = t.numel()
@@ -52,8 +78,7 @@ def plain_tree(model: nn.Module) -> dict[int, tuple[str, list[int]]] | None:
     bytes]`` (lazy tensors count 0; read only), from one walk without recursion; None when a module,
     a parameter or a buffer is reached twice (shared, tied, under two names, in a cycle):
     then sums would count it twice."""
-    params: set[int] = set()
-    buffers: set[int] = set()
+    seen: tuple[set[int], set[int]] = (set(), set())  # ids of the parameters and buffers met
     tree: dict[int, tuple[str, list[int]]] = {}
     order: list[tuple[list[int], list[int] | None]] = []  # (figures, its parent's), parents first
     stack: list[tuple[str, nn.Module, list[int] | None]] = [("", model, None)]
@@ -67,37 +92,9 @@ def plain_tree(model: nn.Module) -> dict[int, tuple[str, list[int]]] | None:
         if not (own or held or children):  # (an activation, a dropout...)
             tree[key] = (path, _NONE)
             continue
-        # (tensor_figures written out, with the check that each tensor is met once)
-        n = trainable = nbytes = trainable_bytes = n_buffers = buffer_bytes = 0
-        for p in own.values():
-            if p is None:
-                continue
-            i = id(p)
-            if i in params:
-                return None
-            params.add(i)
-            if type(p) not in _EAGER and is_lazy(p):
-                continue
-            k = p.numel()
-            b = k * p.element_size()
-            n += k
-            nbytes += b
-            if p.requires_grad:
-                trainable += k
-                trainable_bytes += b
-        for t in held.values():
-            if t is None:
-                continue
-            i = id(t)
-            if i in buffers:
-                return None
-            buffers.add(i)
-            if type(t) not in _EAGER and is_lazy(t):
-                continue
-            k = t.numel()
-            n_buffers += k
-            buffer_bytes += k * t.element_size()
-        figures = [n, trainable, nbytes, trainable_bytes, n_buffers, buffer_bytes]
+        figures = figures_once(own.values(), held.values(), seen)
+        if figures is None:  # (a tensor met twice)
+            return None
         tree[key] = (path, figures)
         order.append((figures, up))
         if children:
