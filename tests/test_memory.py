@@ -216,7 +216,9 @@ def test_a_step_that_fails_on_any_device_says_a_real_one_fails_too() -> None:
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.AdaptiveAvgPool2d(1), nn.BatchNorm2d(4), nn.Flatten())
     with pytest.raises(tv.RecordingError, match="Expected more than 1 value per channel") as info:
         tv.memory(model, input_size=(1, 3, 8, 8))
-    assert info.value.hint.startswith("the same error on meta and on fake tensors") and "raises it too" in info.value.hint
+    assert (
+        info.value.hint.startswith("the same error on meta and on fake tensors") and "raises it too" in info.value.hint
+    )
     with pytest.raises(tv.RecordingError, match="Expected more than 1 value per channel"):
         tv.memory(model, input_size=(1, 3, 8, 8), device="cpu")
     assert tv.memory(model, input_size=(2, 3, 8, 8)).peak_bytes > 0
