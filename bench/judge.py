@@ -68,16 +68,32 @@ def _plain_on_meta(model: nn.Module, x: dict[str, Any]) -> str | None:
     return None
 
 
-def used_parameters(model: nn.Module, x: dict[str, Any], run_on: str | None = None) -> tuple[Any, set[str]]:
+def used_parameters(
+    model: nn.Module, x: dict[str, Any], run_on: str | None = None, calls: list[str] | None = None
+) -> tuple[Any, set[str]]:
     """The plain forward's output (eval mode) and the parameters a backward through its
-    floating outputs gives a gradient; ``run_on``: a device to run a copy on."""
+    floating outputs gives a gradient; ``run_on``: a device to run a copy on; ``calls``
+    gets the paths of the submodule calls, in order (a global forward pre-hook's view)."""
     import copy
 
+    calls = [] if calls is None else calls
     runner = model if run_on is None else copy.deepcopy(model).to(run_on)
     inputs = x if run_on is None else pytree.tree_map(lambda v: v.to(run_on) if isinstance(v, torch.Tensor) else v, x)
     runner.eval()
-    with torch.backends.cudnn.flags(enabled=False):  # cuDNN's RNN has no backward in eval mode
-        out = runner(**inputs)
+    names = {id(m): name for name, m in runner.named_modules()}
+    calls.clear()
+
+    def pre(m: nn.Module, args: Any) -> None:  # (modules made on the fly have no path: not listed)
+        if id(m) in names and m is not runner:
+            calls.append(names[id(m)])
+
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(pre)
+    try:
+        with torch.backends.cudnn.flags(enabled=False):  # cuDNN's RNN has no backward in eval mode
+            out = runner(**inputs)
+    finally:
+        hook.remove()
+    with torch.backends.cudnn.flags(enabled=False):
         leaves = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.is_floating_point()]
         if leaves and any(t.requires_grad for t in leaves):
             sum(t.float().sum() for t in leaves if t.requires_grad).backward()
@@ -90,7 +106,8 @@ def judge(
     model: nn.Module, x: dict[str, Any], devices: tuple[str, ...] = ("cpu", "meta"), run_on: str | None = None
 ) -> list[str]:
     """The problems of ``model``'s recordings on ``devices`` (``"cpu"``: where the model is)."""
-    out, used = used_parameters(model, x, run_on)
+    calls: list[str] = []
+    out, used = used_parameters(model, x, run_on, calls)
     model.train()
     before = snapshot(model)
     problems: list[str] = []
@@ -113,6 +130,17 @@ def judge(
             problems.append(f"ops {first}!={other}: {first} only {dict(ca - cb)}, {other} only {dict(cb - ca)}")
         elif a != b:
             problems.append(f"ops {first}!={other} in order or module paths")
+    paths = {name for name, _ in model.named_modules()}
+    for device, g in graphs.items():  # the module calls, as a global hook sees them
+        drawn_calls = [m.path for m in g.modules() if not m.method and m.path and m.path in paths]
+        if drawn_calls != calls:
+            at = next(
+                (i for i, (a, b) in enumerate(zip(drawn_calls, calls)) if a != b), min(len(calls), len(drawn_calls))
+            )
+            problems.append(
+                f"{device}: module calls differ from the plain forward's at call {at}: "
+                f"{drawn_calls[at : at + 2]} drawn, {calls[at : at + 2]} run ({len(drawn_calls)} vs {len(calls)})"
+            )
     names = {n for n, _ in model.named_parameters()} | {n for n, _ in model.named_buffers()}
     for device, g in graphs.items():
         g.lint()

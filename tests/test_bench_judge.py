@@ -52,3 +52,22 @@ def test_the_judge_passes_a_model_recorded_alike_and_names_what_differs() -> Non
     assert problems == ["ops cpu!=meta: cpu only {'relu': 1}, meta only {}"]
     (problem,) = judge.judge(ReadsValues(), x)
     assert problem.startswith(judge.PLAIN_FAILS) and "item()" in problem and "recording: RecordingError" in problem
+
+
+def test_the_judge_compares_the_module_calls_with_a_hooks_view(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The submodule calls a global forward pre-hook sees in the plain forward must be the
+    drawn module calls, in order: a drawing that calls one layer less is caught at the first
+    call that differs."""
+    judge = bench_module("judge")
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4))
+    x = {"input": torch.randn(2, 4)}
+    assert judge.judge(model, x) == []
+    skips = nn.Sequential(nn.Linear(4, 4), nn.Identity(), nn.Linear(4, 4))
+    skips.forward = lambda input: skips[2](skips[0](input))  # type: ignore[method-assign]
+    draw = judge.tv.draw_graph
+    monkeypatch.setattr(judge.tv, "draw_graph", lambda m, **kw: draw(skips, **kw))
+    problems = [p for p in judge.judge(model, x) if "module calls" in p]
+    assert problems == [
+        "cpu: module calls differ from the plain forward's at call 1: ['2'] drawn, ['1', '2'] run (2 vs 3)",
+        "meta: module calls differ from the plain forward's at call 1: ['2'] drawn, ['1', '2'] run (2 vs 3)",
+    ]
