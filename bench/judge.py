@@ -87,13 +87,16 @@ def used_parameters(
         if id(m) in names and m is not runner:
             calls.append(names[id(m)])
 
+    # cuDNN's RNN has no backward in eval mode: off for models with one (elsewhere on, as
+    # where the recording runs: other conv kernels can move detections across a threshold)
+    cudnn = not any(isinstance(m, nn.RNNBase) for m in runner.modules())
     hook = torch.nn.modules.module.register_module_forward_pre_hook(pre)
     try:
-        with torch.backends.cudnn.flags(enabled=False):  # cuDNN's RNN has no backward in eval mode
+        with torch.backends.cudnn.flags(enabled=cudnn):
             out = runner(**inputs)
     finally:
         hook.remove()
-    with torch.backends.cudnn.flags(enabled=False):
+    with torch.backends.cudnn.flags(enabled=cudnn):
         leaves = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.is_floating_point()]
         if leaves and any(t.requires_grad for t in leaves):
             sum(t.float().sum() for t in leaves if t.requires_grad).backward()
