@@ -54,8 +54,9 @@ SECTION = (
     "counts on the GPU what it counts on meta, autocast's casts, a forward that moves to the GPU and an "
     "inductor-compiled model (Triton kernels).  tv.memory's peak of one Adam step is set beside "
     "torch.cuda.max_memory_allocated: run on the GPU (device='cuda') it is within 152 B on the small "
-    "Llama, 1.2% under on GPT-2 and 2.8% under on ResNet-50 (the workspaces cuBLAS and cuDNN take from "
-    "the caching allocator are not tensors it sees); on meta it predicts the CPU's step: 16% under on "
+    "Llama, 1.2% under on GPT-2 and 2.8% under on ResNet-50 (the parts not measured apart: the workspaces "
+    "cuBLAS and cuDNN take from the caching allocator, which are not tensors it sees; and GPT-2's loss, "
+    "which tv.memory takes over every floating output and this step over last_hidden_state); on meta it predicts the CPU's step: 16% under on "
     "the small Llama (cuBLAS's ~8 MB workspace dominates so small a model), 2.8% under on ResNet-50 and "
     "3.8% over on GPT-2 (the CPU's attention saves more for backward than CUDA's fused kernel)."
 )
