@@ -49,6 +49,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..recording.placement import preorder
 from .attention import ON_META, CPUAttentionOnMeta, sdpa_as_on_cpu
 
 __all__ = [
@@ -123,26 +124,10 @@ _Tensor = torch.Tensor
 
 
 def _tensors_of(model: nn.Module) -> list[torch.Tensor]:
-    """The parameters and buffers of ``model``'s tree, in one walk without the generators of
-    ``parameters()`` and ``buffers()`` (a tensor held under two names is listed twice)."""
-    modules: set[int] = set()
-    out: list[torch.Tensor] = []
-    append = out.append
-    stack = [model]
-    while stack:
-        m = stack.pop()
-        if id(m) in modules:
-            continue
-        modules.add(id(m))
-        for p in m._parameters.values():
-            if p is not None:
-                append(p)
-        for b in m._buffers.values():
-            if b is not None:
-                append(b)
-        if m._modules:
-            stack.extend(c for c in m._modules.values() if c is not None)
-    return out
+    """The parameters and buffers of ``model``'s tree, each module once, without the
+    generators of ``parameters()`` and ``buffers()`` (a tensor held under two names is
+    listed twice)."""
+    return [t for m in preorder(model) for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
 
 
 class SavedTensors:

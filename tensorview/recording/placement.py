@@ -95,7 +95,7 @@ def _moved(model: nn.Module, device: torch.device) -> nn.Module:
         memo[id(t)] = t.detach().to(device)
     try:  # children first: each module's copy finds its children's in ``memo`` (no recursion
         # through the tree, so a model nested as deep as its forward runs can be copied)
-        for m in reversed(_preorder(model)):
+        for m in reversed(preorder(model)):
             copy.deepcopy(m, memo)
         clone = copy.deepcopy(model, memo)
     except Exception:  # noqa: BLE001 - refused (a lock, a generator...): the tree copied instead
@@ -113,7 +113,7 @@ def _moved(model: nn.Module, device: torch.device) -> nn.Module:
     return clone
 
 
-def _preorder(model: nn.Module) -> list[nn.Module]:
+def preorder(model: nn.Module) -> list[nn.Module]:
     """The modules of ``model``'s tree, each once, parents before their children (a walk
     without recursion)."""
     seen: set[int] = set()
@@ -184,4 +184,4 @@ def _check_available(dev: torch.device, given: Any) -> None:
         )
 
 
-__all__ = ["as_device", "model_device", "placed"]
+__all__ = ["as_device", "model_device", "placed", "preorder"]
