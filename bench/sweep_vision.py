@@ -4,7 +4,7 @@ download), each recorded with ``draw_graph`` on two devices and judged by judge.
     PYTHONPATH=$PWD python bench/sweep_vision.py [--workers 8] [--timm N] [--out FILE] [name ...]
 
 Devices: the GPU and meta where torch sees a GPU (the development machines have neither
-torchvision nor a GPU: this ran on a lent H200, see docs/benchmarks.md), else the CPU and
+torchvision nor a GPU: this ran on a lent H200, see docs/models.md), else the CPU and
 meta.  Every torchvision classification, segmentation, video and optical-flow model, the
 detection models (their plain forward and recording on the real device: NMS and the
 box sampling read values, which meta has not; see ``VALUES``), and one timm model per
